@@ -1,0 +1,33 @@
+"""Shared fixtures: a private model cache and Hub-format models built once per test session."""
+import os
+
+import pytest
+
+import zoo  # noqa: F401  (selects tf_keras before TensorFlow is imported)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def zoo_cache(tmp_path_factory):
+    """Every test uses a fresh cache directory, never the user's ~/.cache/zoo."""
+    path = str(tmp_path_factory.mktemp("zoo_cache"))
+    old = os.environ.get("ZOO_CACHE_DIR")
+    os.environ["ZOO_CACHE_DIR"] = path
+    yield path
+    if old is None:
+        os.environ.pop("ZOO_CACHE_DIR", None)
+    else:
+        os.environ["ZOO_CACHE_DIR"] = old
+
+
+@pytest.fixture(scope="session")
+def tiny_hub(zoo_cache):
+    """Folder with preprocessor/ and encoder/ of the tiny random BERT (built on first use)."""
+    from zoo import hub
+    return hub.ensure_built("tiny")
+
+
+@pytest.fixture(scope="session")
+def minilm_hub(zoo_cache):
+    """Folder with preprocessor/ and encoder/ of the pretrained MiniLM checkpoint."""
+    from zoo import hub
+    return hub.ensure_built("minilm_l6_h384_uncased")

