@@ -1,0 +1,152 @@
+"""Converting Hugging Face BERT folders: weight mapping against a NumPy oracle, and clear errors."""
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_hub as hub
+from safetensors.numpy import save_file
+
+from tests.hub_build import numpy_bert
+from zoo.hub_build import build
+from zoo.hub_build.checkpoint import CheckpointError, read_checkpoint
+
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "##s",
+         ".", ",", "a", "dog"]
+CONFIG = dict(model_type="bert", vocab_size=len(VOCAB), hidden_size=8, num_hidden_layers=2,
+              num_attention_heads=2, intermediate_size=16, hidden_act="gelu",
+              max_position_embeddings=16, type_vocab_size=2, layer_norm_eps=1e-12)
+
+
+def _hf_tensors(config, rng, prefix="bert.", old_layer_norm_names=True):
+    h, i = config["hidden_size"], config["intermediate_size"]
+    shapes = {"embeddings.word_embeddings.weight": (config["vocab_size"], h),
+              "embeddings.position_embeddings.weight": (config["max_position_embeddings"], h),
+              "embeddings.token_type_embeddings.weight": (config["type_vocab_size"], h),
+              "pooler.dense.weight": (h, h), "pooler.dense.bias": (h,)}
+    norms = ["embeddings.LayerNorm"]
+    for n in range(config["num_hidden_layers"]):
+        p = f"encoder.layer.{n}."
+        for name in ("query", "key", "value"):
+            shapes[p + f"attention.self.{name}.weight"] = (h, h)
+            shapes[p + f"attention.self.{name}.bias"] = (h,)
+        shapes.update({p + "attention.output.dense.weight": (h, h),
+                       p + "attention.output.dense.bias": (h,),
+                       p + "intermediate.dense.weight": (i, h), p + "intermediate.dense.bias": (i,),
+                       p + "output.dense.weight": (h, i), p + "output.dense.bias": (h,)})
+        norms += [p + "attention.output.LayerNorm", p + "output.LayerNorm"]
+    tensors = {k: rng.normal(0, 0.5, s).astype(np.float32) for k, s in shapes.items()}
+    scale, shift = ("gamma", "beta") if old_layer_norm_names else ("weight", "bias")
+    for norm in norms:
+        tensors[f"{norm}.{scale}"] = rng.normal(1, 0.1, (h,)).astype(np.float32)
+        tensors[f"{norm}.{shift}"] = rng.normal(0, 0.1, (h,)).astype(np.float32)
+    return {prefix + k: v for k, v in tensors.items()}
+
+
+def _write_folder(path, config=CONFIG, tensors=None, vocab=VOCAB, lower=True):
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, "config.json"), "w") as f:
+        json.dump(config, f)
+    with open(os.path.join(path, "vocab.txt"), "w") as f:
+        f.write("\n".join(vocab) + "\n")
+    with open(os.path.join(path, "tokenizer_config.json"), "w") as f:
+        json.dump({"do_lower_case": lower}, f)
+    if tensors is not None:
+        save_file(tensors, os.path.join(path, "model.safetensors"))
+    return str(path)
+
+
+def test_converted_checkpoint_matches_a_numpy_forward_pass(tmp_path):
+    tensors = _hf_tensors(CONFIG, np.random.default_rng(0))
+    folder = _write_folder(tmp_path / "hf", tensors=tensors)
+    out_dir = build.build(folder, str(tmp_path / "hub"))
+    word_ids = np.array([[2, 5, 6, 7, 8, 5, 9, 10, 11, 3], [2, 13, 14, 12, 5, 6, 3, 5, 9, 3]])
+    type_ids = np.array([[0] * 10, [0] * 7 + [1] * 3])
+    expected_seq, expected_pooled = numpy_bert.forward(tensors, CONFIG, word_ids, type_ids)
+    out = hub.KerasLayer(out_dir + "/encoder")(dict(
+        input_word_ids=tf.constant(word_ids, tf.int32), input_type_ids=tf.constant(type_ids, tf.int32),
+        input_mask=tf.ones(word_ids.shape, tf.int32)))
+    np.testing.assert_allclose(out["sequence_output"].numpy(), expected_seq, atol=1e-4)
+    np.testing.assert_allclose(out["pooled_output"].numpy(), expected_pooled, atol=1e-4)
+    pre = hub.load(out_dir + "/preprocessor")
+    ids = pre(tf.constant(["The cats sat on a MAT."]))["input_word_ids"].numpy()[0, :10]
+    assert ids.tolist() == [2, 5, 6, 10, 7, 8, 13, 9, 11, 3]
+    info = json.load(open(os.path.join(out_dir, build.BUILD_INFO)))
+    assert info["random_init"] is False and info["config"]["hidden_size"] == 8
+
+
+def test_an_existing_build_is_not_overwritten_by_accident(tmp_path):
+    folder = _write_folder(tmp_path / "hf", tensors=_hf_tensors(CONFIG, np.random.default_rng(1)))
+    out_dir = build.build(folder, str(tmp_path / "hub"))
+    with pytest.raises(FileExistsError, match="already holds a built model"):
+        build.build(folder, out_dir)
+
+
+def _error(tmp_path, match, **changes):
+    tensors = changes.pop("tensors", _hf_tensors(CONFIG, np.random.default_rng(2)))
+    folder = _write_folder(tmp_path / "hf", tensors=tensors, **changes)
+    with pytest.raises(CheckpointError, match=match):
+        build.build(folder, str(tmp_path / "hub"))
+    assert not os.path.exists(tmp_path / "hub")
+
+
+def test_not_a_directory(tmp_path):
+    with pytest.raises(CheckpointError, match="not a directory"):
+        read_checkpoint(str(tmp_path / "nowhere"))
+
+
+def test_folder_without_config(tmp_path):
+    with pytest.raises(CheckpointError, match="no config.json"):
+        read_checkpoint(str(tmp_path))
+
+
+def test_folder_without_weights(tmp_path):
+    _error(tmp_path, "no model.safetensors", tensors=None)
+
+
+def test_folder_without_vocab(tmp_path):
+    folder = _write_folder(tmp_path / "hf", tensors=_hf_tensors(CONFIG, np.random.default_rng(3)))
+    os.remove(os.path.join(folder, "vocab.txt"))
+    with pytest.raises(CheckpointError, match="no vocab.txt"):
+        read_checkpoint(folder)
+
+
+def test_config_of_another_model_type(tmp_path):
+    _error(tmp_path, "model_type is 'roberta'", config=dict(CONFIG, model_type="roberta"))
+
+
+def test_relative_position_embeddings(tmp_path):
+    _error(tmp_path, "relative_key",
+           config=dict(CONFIG, position_embedding_type="relative_key"))
+
+
+def test_vocab_size_disagreeing_with_config(tmp_path):
+    _error(tmp_path, "15 tokens, but config.json says vocab_size 20",
+           config=dict(CONFIG, vocab_size=20))
+
+
+def test_missing_weights_are_named(tmp_path):
+    tensors = _hf_tensors(CONFIG, np.random.default_rng(4))
+    del tensors["bert.encoder.layer.1.intermediate.dense.weight"]
+    _error(tmp_path, "missing 1 BERT weights.*layer.1.intermediate.dense.weight", tensors=tensors)
+
+
+def test_weight_shapes_disagreeing_with_config(tmp_path):
+    _error(tmp_path, "has shape .* expected", config=dict(CONFIG, intermediate_size=12))
+
+
+def test_invalid_json_names_file_and_line(tmp_path):
+    folder = _write_folder(tmp_path / "hf", tensors=_hf_tensors(CONFIG, np.random.default_rng(5)))
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        f.write('{"model_type": "bert",\n "hidden_size": }')
+    with pytest.raises(CheckpointError, match=r"config.json: not valid JSON \(line 2"):
+        read_checkpoint(folder)
+
+
+def test_unknown_lower_casing_must_be_said(tmp_path):
+    folder = _write_folder(tmp_path / "hf", tensors=_hf_tensors(CONFIG, np.random.default_rng(6)))
+    os.remove(os.path.join(folder, "tokenizer_config.json"))
+    with pytest.raises(CheckpointError, match="do_lower_case"):
+        read_checkpoint(folder)
+    assert read_checkpoint(folder, do_lower_case=False).do_lower_case is False

@@ -1,0 +1,71 @@
+"""Handles: names, URLs and directories; the embedded default built once into the cache."""
+import os
+
+import pytest
+import tensorflow as tf
+
+from zoo import hub
+from zoo.hub_build import build
+
+
+def test_default_model_is_built_into_the_cache_once_and_reused(minilm_hub, zoo_cache):
+    assert minilm_hub == os.path.join(zoo_cache, "hub", "minilm_l6_h384_uncased")
+    stamp = os.path.getmtime(os.path.join(minilm_hub, build.BUILD_INFO))
+    encoder, preprocessor = hub.resolve_handles()
+    assert encoder == os.path.join(minilm_hub, "encoder")
+    assert preprocessor == os.path.join(minilm_hub, "preprocessor")
+    assert os.path.getmtime(os.path.join(minilm_hub, build.BUILD_INFO)) == stamp
+
+
+def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path))
+    assert hub.cache_dir() == str(tmp_path)
+
+
+def test_published_names_resolve_to_their_matching_preprocessor():
+    encoder, preprocessor = hub.resolve_handles("bert_multi_cased_L-12_H-768_A-12")
+    assert encoder.endswith("/bert_multi_cased_L-12_H-768_A-12/4")
+    assert preprocessor.endswith("/bert_multi_cased_preprocess/3")
+    encoder, preprocessor = hub.resolve_handles("small_bert/bert_en_uncased_L-4_H-256_A-4")
+    assert encoder == "https://tfhub.dev/tensorflow/small_bert/bert_en_uncased_L-4_H-256_A-4/2"
+    assert preprocessor == hub.UNCASED_PRE
+
+
+def test_urls_pass_through_and_need_a_preprocessor():
+    url = "https://www.kaggle.com/models/tensorflow/bert/TensorFlow2/en-uncased-l-12-h-768-a-12/4"
+    assert hub.resolve_handles(url, hub.UNCASED_PRE) == (url, hub.UNCASED_PRE)
+    with pytest.raises(hub.HandleError, match="pass --preprocessor_handle"):
+        hub.resolve_handles(url)
+
+
+def test_a_build_output_folder_or_its_encoder_folder_finds_the_preprocessor(tiny_hub):
+    expected = (os.path.join(tiny_hub, "encoder"), os.path.join(tiny_hub, "preprocessor"))
+    assert hub.resolve_handles(tiny_hub) == expected
+    assert hub.resolve_handles(os.path.join(tiny_hub, "encoder")) == expected
+
+
+def test_bad_handles_get_clear_errors(tmp_path):
+    with pytest.raises(hub.HandleError, match="not a known model name, a URL or an existing dir"):
+        hub.resolve_handles("bert_base_typo")
+    with pytest.raises(hub.HandleError, match="holds no SavedModel"):
+        hub.resolve_handles(str(tmp_path))
+
+
+def test_offline_availability():
+    assert hub.is_available_offline(hub.MODELS["minilm_l6_h384_uncased"].encoder)
+    assert hub.is_available_offline(hub.MODELS["tiny"].encoder)
+    assert not hub.is_available_offline(hub.MODELS["bert_en_uncased_L-12_H-768_A-12"].encoder)
+
+
+def test_tpu_load_options_read_through_the_host():
+    assert hub.load_options(on_tpu=False) is None
+    options = hub.load_options(on_tpu=True)
+    assert isinstance(options, tf.saved_model.LoadOptions)
+    assert options.experimental_io_device == "/job:localhost"
+
+
+def test_encoder_layer_loads_a_local_handle(tiny_hub):
+    layer = hub.encoder_layer(os.path.join(tiny_hub, "encoder"), trainable=True)
+    out = layer(dict(input_word_ids=tf.constant([[101, 102]]), input_mask=tf.constant([[1, 1]]),
+                     input_type_ids=tf.constant([[0, 0]])))
+    assert out["pooled_output"].shape == (1, 32) and layer.trainable_weights
