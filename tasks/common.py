@@ -1,0 +1,79 @@
+"""Flags shared by every task's train.py, and turning them into zoo's plain arguments.
+
+Importing this module defines the flags; each task adds its own data flags and calls `run`.
+"""
+import os
+
+from absl import flags
+
+flags.DEFINE_enum("mode", "train_and_eval",
+                  ["train", "eval", "train_and_eval", "predict", "export"],
+                  "train: fine-tune (and export if --export_dir); eval: evaluate the latest "
+                  "checkpoint; train_and_eval: evaluate after every epoch; predict: write "
+                  "--output_file for --predict_file; export: write a TF Serving SavedModel.")
+flags.DEFINE_string("model_dir", None, "Checkpoints, labels, results, summaries and plots go "
+                    "here. Rerunning with the same dir resumes from its latest checkpoint.")
+flags.DEFINE_string("encoder_handle", "minilm_l6_h384_uncased",
+                    "Encoder: a name from `zoo-models`, a TF Hub URL, or a local directory.")
+flags.DEFINE_string("preprocessor_handle", None,
+                    "Preprocessor: name, URL or directory. Default: the one matching the encoder.")
+flags.DEFINE_integer("max_seq_length", 128, "Tokens per packed input (longer text is trimmed).")
+flags.DEFINE_integer("train_batch_size", 32, "Training batch size (global, over all replicas).")
+flags.DEFINE_integer("eval_batch_size", 64, "Batch size of evaluation and prediction.")
+flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate of AdamW (after warmup).")
+flags.DEFINE_float("num_train_epochs", 3, "Training epochs.")
+flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of training steps of linear warmup.")
+flags.DEFINE_enum("decay", "linear", ["linear", "exponential"],
+                  "Learning-rate decay after warmup: linear to 0, or exponential to 1% of peak.")
+flags.DEFINE_float("weight_decay", 0.01, "AdamW weight decay (never on LayerNorm or bias).")
+flags.DEFINE_integer("seed", 0, "Random seed (initialisation, shuffling, dropout).")
+flags.DEFINE_integer("checkpoint_every", 0,
+                     "Also checkpoint every N training steps (0: only at the end of each epoch).")
+flags.DEFINE_string("train_file", None, "Training data file.")
+flags.DEFINE_string("eval_file", None, "Evaluation data file.")
+flags.DEFINE_string("predict_file", None, "File to predict on.")
+flags.DEFINE_string("output_file", None, "Predictions file (.csv or .jsonl) for --mode=predict.")
+flags.DEFINE_string("export_dir", None, "Where to write the TF Serving SavedModel (export, and "
+                    "the end of training). For TF Serving use a numbered dir, e.g. .../model/1.")
+flags.mark_flag_as_required("model_dir")
+FLAGS = flags.FLAGS
+
+
+def save_flags():
+    """Writes the run's flags to MODEL_DIR/flags.txt (reusable with --flagfile)."""
+    os.makedirs(FLAGS.model_dir, exist_ok=True)
+    with open(os.path.join(FLAGS.model_dir, "flags.txt"), "w", encoding="utf-8") as f:
+        f.write(FLAGS.flags_into_string())
+
+
+def split_file(split, data_dir, glue_names):
+    """The file of a split: --train_file/--eval_file/--predict_file, else DATA_DIR/<glue name>."""
+    explicit = {"train": FLAGS.train_file, "eval": FLAGS.eval_file,
+                "predict": FLAGS.predict_file}[split]
+    if explicit:
+        return explicit
+    if data_dir:
+        return os.path.join(data_dir, glue_names[split])
+    hint = " or --data_dir" if glue_names else ""
+    raise ValueError(f"no {split} data: pass --{split}_file{hint}")
+
+
+def run_classification(read_split, pair, label_map=""):
+    """Runs zoo.classification with the common flags; bad input ends with one clear line."""
+    from zoo import classification, hub  # pylint: disable=import-outside-toplevel
+    from zoo.data.text_files import DataError  # pylint: disable=import-outside-toplevel
+
+    settings = classification.Settings(
+        model_dir=FLAGS.model_dir, encoder_handle=FLAGS.encoder_handle,
+        preprocessor_handle=FLAGS.preprocessor_handle, pair=pair,
+        max_seq_length=FLAGS.max_seq_length, train_batch_size=FLAGS.train_batch_size,
+        eval_batch_size=FLAGS.eval_batch_size, learning_rate=FLAGS.learning_rate,
+        num_train_epochs=FLAGS.num_train_epochs, warmup_proportion=FLAGS.warmup_proportion,
+        decay=FLAGS.decay, weight_decay=FLAGS.weight_decay, seed=FLAGS.seed,
+        checkpoint_every=FLAGS.checkpoint_every, label_map=label_map,
+        export_dir=FLAGS.export_dir, output_file=FLAGS.output_file)
+    save_flags()
+    try:
+        return classification.run(FLAGS.mode, settings, read_split)
+    except (DataError, hub.HandleError, FileNotFoundError, ValueError) as e:
+        raise SystemExit(f"error: {e}") from None

@@ -1,0 +1,33 @@
+r"""Fine-tune, evaluate, predict and export a sentiment classifier on GLUE SST-2.
+
+  python -m tasks.sst2.train --data_dir=../shared/data/sst2 --model_dir=runs/sst2 \
+      --export_dir=runs/sst2/export/1
+
+DATA_DIR holds train.tsv, dev.tsv (eval) and test.tsv (predict) in the GLUE layout (columns
+sentence, label; test.tsv: index, sentence). Labels: 0 = negative, 1 = positive.
+"""
+from absl import app, flags
+
+from tasks import common
+
+flags.DEFINE_string("data_dir", None, "GLUE SST-2 folder with train.tsv, dev.tsv and test.tsv.")
+FLAGS = flags.FLAGS
+GLUE_FILES = dict(train="train.tsv", eval="dev.tsv", predict="test.tsv")
+
+
+def main(argv):
+    del argv
+    from zoo.data.text_files import read_examples  # pylint: disable=import-outside-toplevel
+
+    def read_split(split):
+        path = common.split_file(split, FLAGS.data_dir, GLUE_FILES)
+        labelled = split != "predict"
+        return read_examples(path, text_column="sentence", label_column="label",
+                             id_column=None if labelled else "index", delimiter="\t",
+                             require_label=labelled)
+
+    common.run_classification(read_split, pair=False, label_map="0:negative,1:positive")
+
+
+if __name__ == "__main__":
+    app.run(main)

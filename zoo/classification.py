@@ -1,0 +1,191 @@
+"""Text classification end to end: train, eval, train_and_eval, predict, export (plain arguments).
+
+`tasks/*/train.py` read flags and call `run(mode, settings, read_split)`, where `read_split(split)`
+returns the `Example`s of 'train', 'eval' or 'predict'. Everything a run produces goes to the
+model dir: checkpoints, `labels.json`, `history.json`, `eval_results.json`, `train_results.json`,
+TensorBoard summaries and PNG plots.
+"""
+import dataclasses
+import json
+import os
+import time
+from typing import Optional
+
+import tensorflow as tf
+import tf_keras as keras
+from absl import logging
+from tqdm import tqdm
+
+from zoo import export, hub, metrics, plots, predict, train
+from zoo.data.labels import LabelVocab, parse_label_map
+from zoo.data.pipeline import classification_dataset
+from zoo.models import TextPacker, classifier_core
+
+MODES = ("train", "eval", "train_and_eval", "predict", "export")
+
+
+@dataclasses.dataclass
+class Settings:
+    """What a classification run needs besides its data (the tasks fill it from flags)."""
+
+    model_dir: str
+    encoder_handle: str = hub.DEFAULT_MODEL
+    preprocessor_handle: Optional[str] = None
+    pair: bool = False  # two texts per example (text_a, text_b)
+    max_seq_length: int = 128
+    train_batch_size: int = 32
+    eval_batch_size: int = 64
+    learning_rate: float = 5e-5
+    num_train_epochs: float = 3.0
+    warmup_proportion: float = 0.1
+    decay: str = "linear"
+    weight_decay: float = 0.01
+    dropout: float = 0.1
+    seed: int = 0
+    checkpoint_every: int = 0
+    label_map: str = ""
+    export_dir: Optional[str] = None
+    output_file: Optional[str] = None
+
+
+def _save_json(model_dir, name, value):
+    with open(os.path.join(model_dir, name), "w", encoding="utf-8") as f:
+        json.dump(value, f, indent=2)
+
+
+class Classifier:
+    """The packer, core model and labels of one model dir."""
+
+    def __init__(self, settings: Settings, labels: LabelVocab):
+        self.settings = settings
+        self.labels = labels
+        encoder, preprocessor = hub.resolve_handles(settings.encoder_handle,
+                                                    settings.preprocessor_handle)
+        self.packer = TextPacker(preprocessor, settings.max_seq_length)
+        keras.utils.set_random_seed(settings.seed)
+        self.core = classifier_core(encoder, len(labels), settings.dropout)
+
+    def logits_and_labels(self, examples):
+        ds = classification_dataset(examples, self.packer, self.settings.eval_batch_size,
+                                    labels=self.labels)
+        step = tf.function(lambda inputs: self.core(inputs, training=False))
+        logits, label_ids = [], []
+        with tqdm(total=len(examples), unit="ex", desc="eval", dynamic_ncols=True,
+                  mininterval=2) as bar:
+            for inputs, batch_labels in ds:
+                logits.append(step(inputs))
+                label_ids.append(batch_labels)
+                bar.update(len(batch_labels))
+        return tf.concat(logits, 0), tf.concat(label_ids, 0)
+
+    def evaluate(self, examples, epoch=None):
+        """Metrics on `examples`, written to eval_results.json with a confusion-matrix plot."""
+        logits, label_ids = self.logits_and_labels(examples)
+        loss = float(tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
+            label_ids, logits, from_logits=True)))
+        results = metrics.classification_metrics(
+            label_ids.numpy(), tf.nn.softmax(logits).numpy(), len(self.labels))
+        results = dict(loss=loss, **results, label_names=self.labels.names)
+        if epoch is not None:
+            results["epoch"] = epoch
+        model_dir = self.settings.model_dir
+        _save_json(model_dir, "eval_results.json", results)
+        plots.plot_confusion(results["confusion_matrix"], self.labels.names,
+                             os.path.join(model_dir, "confusion_matrix.png"))
+        summary = {k: v for k, v in results.items() if isinstance(v, float)}
+        logging.info("eval: %s", summary)
+        print("eval:", json.dumps(summary))
+        return results
+
+    def export(self):
+        return export.export_classifier(self.settings.export_dir, self.core, self.packer,
+                                        self.labels.names, self.settings.pair)
+
+
+def _labels_for_training(settings, train_examples):
+    label_map = parse_label_map(settings.label_map)
+    labels = LabelVocab.from_examples(train_examples, label_map)
+    saved = os.path.join(settings.model_dir, "labels.json")
+    if os.path.exists(saved):
+        previous = LabelVocab.load(settings.model_dir)
+        if previous.raw_labels != labels.raw_labels:
+            raise ValueError(f"{saved}: labels {previous.raw_labels} differ from the training "
+                             f"data's {labels.raw_labels}; use a new --model_dir")
+    labels.save(settings.model_dir)
+    return labels
+
+
+def _train(settings, read_split, evaluate_each_epoch):
+    train_examples = read_split("train")
+    eval_examples = read_split("eval") if evaluate_each_epoch else None
+    labels = _labels_for_training(settings, train_examples)
+    for example in eval_examples or []:
+        labels.id(example)  # unknown eval labels fail now, not after an epoch of training
+    clf = Classifier(settings, labels)
+    batch = settings.train_batch_size
+    steps_per_epoch = len(train_examples) // batch
+    if steps_per_epoch == 0:
+        raise ValueError(f"{len(train_examples)} training examples is less than one batch of {batch}")
+    epochs = max(1, round(settings.num_train_epochs))
+    total = steps_per_epoch * epochs
+    optimizer = train.create_optimizer(
+        settings.learning_rate, total, int(total * settings.warmup_proportion), settings.decay,
+        settings.weight_decay)
+
+    def dataset_fn(epoch):
+        return classification_dataset(train_examples, clf.packer, batch, labels,
+                                      shuffle_seed=settings.seed + epoch, drop_remainder=True)
+
+    def on_epoch_end(epoch, record):
+        return clf.evaluate(eval_examples, epoch + 1) if eval_examples else {}
+
+    def loss_fn(label_ids, logits):
+        return keras.losses.sparse_categorical_crossentropy(label_ids, logits, from_logits=True)
+
+    began = time.time()
+    timing = train.fit(clf.core, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch,
+                       settings.model_dir, settings.checkpoint_every, on_epoch_end)
+    timing["wall_seconds"] = time.time() - began
+    timing["train_examples"] = len(train_examples)
+    _save_json(settings.model_dir, "train_results.json", timing)
+    print("train:", json.dumps(timing))
+    history = train.load_history(settings.model_dir)
+    if history:
+        plots.plot_history(history, os.path.join(settings.model_dir, "training_curves.png"))
+    if settings.export_dir:
+        print("exported to", clf.export())
+    return clf
+
+
+def _restored(settings):
+    clf = Classifier(settings, LabelVocab.load(settings.model_dir))
+    train.restore_model(clf.core, settings.model_dir)
+    return clf
+
+
+def run(mode, settings: Settings, read_split):
+    """Runs one mode; returns what it produced (eval results, prediction count, export dir)."""
+    if mode not in MODES:
+        raise ValueError(f"--mode must be one of {MODES}, not {mode!r}")
+    os.makedirs(settings.model_dir, exist_ok=True)
+    if mode in ("train", "train_and_eval"):
+        _train(settings, read_split, evaluate_each_epoch=mode == "train_and_eval")
+        return None
+    clf = _restored(settings)
+    if mode == "eval":
+        return clf.evaluate(read_split("eval"))
+    if mode == "predict":
+        if not settings.output_file:
+            raise ValueError("--mode=predict needs --output_file (.csv or .jsonl)")
+        examples = read_split("predict")
+        probabilities = predict.predict_probabilities(clf.core, clf.packer, examples,
+                                                      settings.eval_batch_size)
+        count = predict.write_predictions(settings.output_file, examples, probabilities,
+                                          clf.labels.names)
+        print(f"wrote {count} predictions to {settings.output_file}")
+        return count
+    if not settings.export_dir:
+        raise ValueError("--mode=export needs --export_dir")
+    path = clf.export()
+    print("exported to", path)
+    return path

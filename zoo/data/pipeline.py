@@ -1,0 +1,36 @@
+"""tf.data pipelines: examples -> batches of packed BERT inputs (+ label ids).
+
+Tokenization and packing run inside the tf.data graph (the preprocessor's own tensorflow_text
+ops), batch by batch, in parallel with training; nothing is tokenized up front in Python.
+"""
+import tensorflow as tf
+
+
+def _columns(examples, labels=None):
+    columns = {"text_a": [e.text_a for e in examples]}
+    if examples and examples[0].text_b is not None:
+        columns["text_b"] = [e.text_b for e in examples]
+    if labels is not None:
+        columns["label"] = [labels.id(e) for e in examples]
+    return columns
+
+
+def classification_dataset(examples, packer, batch_size, labels=None, shuffle_seed=None,
+                           drop_remainder=False):
+    """Batches of `(packed inputs, label ids)` (or packed inputs alone when `labels` is None).
+
+    `shuffle_seed` shuffles the whole set (a fixed seed gives the same order every time, which
+    is what makes an interrupted epoch resumable); None keeps file order.
+    """
+    columns = _columns(examples, labels)
+    ds = tf.data.Dataset.from_tensor_slices(columns)
+    if shuffle_seed is not None:
+        ds = ds.shuffle(len(examples), seed=shuffle_seed, reshuffle_each_iteration=False)
+    ds = ds.batch(batch_size, drop_remainder=drop_remainder)
+
+    def pack(batch):
+        texts = [batch["text_a"]] + ([batch["text_b"]] if "text_b" in batch else [])
+        packed = packer(*texts)
+        return (packed, batch["label"]) if "label" in batch else packed
+
+    return ds.map(pack, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

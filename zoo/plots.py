@@ -1,0 +1,53 @@
+"""PNG plots written to the model dir: training curves and the confusion matrix."""
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  pylint: disable=wrong-import-position
+import numpy as np  # noqa: E402  pylint: disable=wrong-import-position
+
+
+def plot_history(history, path):
+    """Loss and eval metrics per epoch (train vs eval where both exist)."""
+    epochs = [h["epoch"] for h in history]
+    metrics = sorted({k[len("eval_"):] for h in history for k in h
+                      if k.startswith("eval_") and k not in ("eval_loss", "eval_num_examples")})
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    loss_ax, metric_ax = axes
+    for key, label in (("train_loss", "train"), ("eval_loss", "eval")):
+        points = [(h["epoch"], h[key]) for h in history if key in h]
+        if points:
+            loss_ax.plot(*zip(*points), marker="o", label=label)
+    loss_ax.set(title="loss", xlabel="epoch", xticks=epochs)
+    loss_ax.legend()
+    for metric in metrics:
+        points = [(h["epoch"], h[f"eval_{metric}"]) for h in history if f"eval_{metric}" in h]
+        metric_ax.plot(*zip(*points), marker="o", label=f"eval {metric}")
+    metric_ax.set(title="eval metrics", xlabel="epoch", xticks=epochs)
+    if metrics:
+        metric_ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def plot_confusion(matrix, names, path):
+    """Confusion matrix with label names; cell counts shown when there are few classes."""
+    matrix = np.asarray(matrix)
+    n = len(names)
+    size = max(5.0, min(0.28 * n + 2, 26.0))
+    fig, ax = plt.subplots(figsize=(size, size))
+    image = ax.imshow(matrix, cmap="Blues")
+    fontsize = 10 if n <= 10 else max(5, 11 - n // 10)
+    ax.set_xticks(range(n), names, rotation=90, fontsize=fontsize)
+    ax.set_yticks(range(n), names, fontsize=fontsize)
+    ax.set(xlabel="predicted", ylabel="true", title="confusion matrix")
+    if n <= 20:
+        threshold = matrix.max() / 2 if matrix.size else 0
+        for i in range(n):
+            for j in range(n):
+                ax.text(j, i, int(matrix[i, j]), ha="center", va="center", fontsize=fontsize,
+                        color="white" if matrix[i, j] > threshold else "black")
+    fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

@@ -1,0 +1,177 @@
+"""The training loop shared by every task: optimizer, schedule, checkpoints, resume, summaries.
+
+`fit` runs epochs of `train_step`s over datasets that `dataset_fn(epoch)` builds (shuffled with a
+per-epoch seed, so an interrupted epoch can be resumed exactly: the batches already trained on
+are skipped). The step counter is the optimizer's own `iterations`, saved with the checkpoint.
+"""
+import json
+import os
+import time
+
+import tensorflow as tf
+import tf_keras as keras
+from absl import logging
+from tqdm import tqdm
+
+NO_WEIGHT_DECAY = ("layer_norm", "LayerNorm", "bias")
+HISTORY_FILE = "history.json"
+
+
+class WarmupDecay(keras.optimizers.schedules.LearningRateSchedule):
+    """Linear warmup from 0 to `peak` over `warmup_steps`, then linear (to 0) or exponential decay.
+
+    Args:
+        peak: learning rate at the end of warmup.
+        total_steps: training steps in all; linear decay reaches 0 there.
+        warmup_steps: steps of linear warmup.
+        decay: "linear" or "exponential" (multiplies by `final_fraction` over the decay steps).
+        final_fraction: for exponential decay, the fraction of `peak` left at `total_steps`.
+    """
+
+    def __init__(self, peak, total_steps, warmup_steps, decay="linear", final_fraction=0.01):
+        if decay not in ("linear", "exponential"):
+            raise ValueError(f"decay must be 'linear' or 'exponential', not {decay!r}")
+        self.peak = peak
+        self.total_steps = total_steps
+        self.warmup_steps = warmup_steps
+        self.decay = decay
+        self.final_fraction = final_fraction
+
+    def __call__(self, step):
+        step = tf.cast(step, tf.float32)
+        warmup = tf.cast(self.warmup_steps, tf.float32)
+        decay_steps = tf.maximum(tf.cast(self.total_steps, tf.float32) - warmup, 1.0)
+        progress = tf.clip_by_value((step - warmup) / decay_steps, 0.0, 1.0)
+        if self.decay == "linear":
+            decayed = self.peak * (1.0 - progress)
+        else:
+            decayed = self.peak * tf.pow(self.final_fraction, progress)
+        warming = self.peak * step / tf.maximum(warmup, 1.0)
+        return tf.where(step < warmup, warming, decayed)
+
+    def get_config(self):
+        return dict(peak=self.peak, total_steps=self.total_steps, warmup_steps=self.warmup_steps,
+                    decay=self.decay, final_fraction=self.final_fraction)
+
+
+def create_optimizer(learning_rate, total_steps, warmup_steps, decay="linear", weight_decay=0.01,
+                     clipnorm=1.0):
+    """AdamW (no weight decay on LayerNorm and bias) with `WarmupDecay` and global-norm clipping."""
+    optimizer = keras.optimizers.AdamW(
+        learning_rate=WarmupDecay(learning_rate, total_steps, warmup_steps, decay),
+        weight_decay=weight_decay, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
+        global_clipnorm=clipnorm)
+    optimizer.exclude_from_weight_decay(var_names=list(NO_WEIGHT_DECAY))
+    return optimizer
+
+
+def load_history(model_dir):
+    path = os.path.join(model_dir, HISTORY_FILE)
+    if not os.path.exists(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _save_json(path, value):
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(value, f, indent=2)
+    os.replace(tmp, path)
+
+
+class Checkpoints:
+    """The model + optimizer checkpoint of a model dir; `restore()` returns the step reached."""
+
+    def __init__(self, model, optimizer, model_dir, max_to_keep=3):
+        self.optimizer = optimizer
+        self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
+        self.manager = tf.train.CheckpointManager(
+            self.checkpoint, os.path.join(model_dir, "checkpoints"), max_to_keep=max_to_keep)
+        self.saved_step = None
+
+    def restore(self):
+        if self.manager.latest_checkpoint:
+            self.checkpoint.restore(self.manager.latest_checkpoint).expect_partial()
+            logging.info("Restored %s", self.manager.latest_checkpoint)
+        self.saved_step = int(self.optimizer.iterations.numpy())
+        return self.saved_step
+
+    def save(self):
+        """Saves unless the current step is already saved (step and epoch ends may coincide)."""
+        step = int(self.optimizer.iterations.numpy())
+        if step != self.saved_step:
+            self.manager.save(checkpoint_number=step)
+            self.saved_step = step
+
+
+def restore_model(model, model_dir):
+    """Loads the latest checkpoint's model weights (for eval / predict / export)."""
+    checkpoint_dir = os.path.join(model_dir, "checkpoints")
+    latest = tf.train.latest_checkpoint(checkpoint_dir)
+    if not latest:
+        raise FileNotFoundError(f"{checkpoint_dir}: no checkpoint; train first (--mode=train)")
+    tf.train.Checkpoint(model=model).restore(latest).expect_partial()
+    return latest
+
+
+def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_size, model_dir,
+        checkpoint_every=0, on_epoch_end=None, summary_every=20):
+    """Trains `model`; resumes from the model dir's latest checkpoint. Returns timing results.
+
+    Args:
+        loss_fn: (labels, model outputs) -> per-example losses.
+        dataset_fn: epoch -> dataset of (inputs, labels) batches of exactly `batch_size`.
+        on_epoch_end: optional (epoch, train_metrics) -> eval metrics dict, for the history.
+    """
+    checkpoints = Checkpoints(model, optimizer, model_dir)
+    start_step = checkpoints.restore()
+    total_steps = steps_per_epoch * epochs
+    history = load_history(model_dir)
+    writer = tf.summary.create_file_writer(os.path.join(model_dir, "train"))
+
+    @tf.function
+    def train_step(inputs, labels):
+        with tf.GradientTape() as tape:
+            outputs = model(inputs, training=True)
+            loss = tf.nn.compute_average_loss(loss_fn(labels, outputs), global_batch_size=batch_size)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    timing = dict(steps=0, seconds=0.0)
+    for epoch in range(start_step // steps_per_epoch, epochs):
+        done = int(optimizer.iterations.numpy()) - epoch * steps_per_epoch
+        losses = []
+        bar = tqdm(total=steps_per_epoch * batch_size, initial=done * batch_size, unit="ex",
+                   desc=f"train epoch {epoch + 1}/{epochs}", dynamic_ncols=True, mininterval=2)
+        for inputs, labels in dataset_fn(epoch).skip(done).take(steps_per_epoch - done):
+            began = time.perf_counter()
+            loss = float(train_step(inputs, labels))
+            timing["seconds"] += time.perf_counter() - began
+            timing["steps"] += 1
+            losses.append(loss)
+            step = int(optimizer.iterations.numpy())
+            bar.update(batch_size)
+            bar.set_postfix(loss=f"{loss:.4f}", step=f"{step}/{total_steps}")
+            if step % summary_every == 0 or step == total_steps:
+                with writer.as_default(step=step):
+                    tf.summary.scalar("loss", loss)
+                    tf.summary.scalar("learning_rate", optimizer.learning_rate)
+            if checkpoint_every and step % checkpoint_every == 0:
+                checkpoints.save()
+        bar.close()
+        checkpoints.save()
+        record = dict(epoch=epoch + 1, step=int(optimizer.iterations.numpy()))
+        if losses:
+            record["train_loss"] = sum(losses) / len(losses)
+        if on_epoch_end is not None:
+            record.update({f"eval_{k}": v for k, v in on_epoch_end(epoch, record).items()
+                           if isinstance(v, float)})
+        history = [h for h in history if h["epoch"] != epoch + 1] + [record]
+        _save_json(os.path.join(model_dir, HISTORY_FILE), history)
+    writer.flush()
+    timing["examples"] = timing["steps"] * batch_size
+    timing["examples_per_second"] = (timing["examples"] / timing["seconds"]
+                                     if timing["seconds"] else 0.0)
+    return timing
