@@ -3,6 +3,7 @@
 Importing this module defines the flags; each task adds its own data flags and calls `run`.
 """
 import os
+import sys
 
 from absl import flags
 
@@ -18,6 +19,9 @@ flags.DEFINE_string("encoder_handle", "minilm_l6_h384_uncased",
 flags.DEFINE_string("preprocessor_handle", None,
                     "Preprocessor: name, URL or directory. Default: the one matching the encoder.")
 flags.DEFINE_integer("max_seq_length", 128, "Tokens per packed input (longer text is trimmed).")
+flags.DEFINE_enum("padding", "dynamic", ["dynamic", "fixed"],
+                  "dynamic: cut each batch to its longest text (faster, same results); fixed: "
+                  "always pad to --max_seq_length.")
 flags.DEFINE_integer("train_batch_size", 32, "Training batch size (global, over all replicas).")
 flags.DEFINE_integer("eval_batch_size", 64, "Batch size of evaluation and prediction.")
 flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate of AdamW (after warmup).")
@@ -29,6 +33,8 @@ flags.DEFINE_float("weight_decay", 0.01, "AdamW weight decay (never on LayerNorm
 flags.DEFINE_integer("seed", 0, "Random seed (initialisation, shuffling, dropout).")
 flags.DEFINE_integer("checkpoint_every", 0,
                      "Also checkpoint every N training steps (0: only at the end of each epoch).")
+flags.DEFINE_string("data_dir", None, "A GLUE-layout folder: train.tsv (train), dev.tsv (eval) "
+                    "and test.tsv (predict). --train_file etc. override single files.")
 flags.DEFINE_string("train_file", None, "Training data file.")
 flags.DEFINE_string("eval_file", None, "Evaluation data file.")
 flags.DEFINE_string("predict_file", None, "File to predict on.")
@@ -40,22 +46,39 @@ FLAGS = flags.FLAGS
 
 
 def save_flags():
-    """Writes the run's flags to MODEL_DIR/flags.txt (reusable with --flagfile)."""
+    """Writes the task's flags to MODEL_DIR/flags.txt (reusable with --flagfile).
+
+    Training modes write flags.txt; eval, predict and export write flags_<mode>.txt, so the
+    flags that trained the model are never overwritten.
+
+    Only flags that zoo's tasks define are written: flags that libraries define as they are
+    imported would make the file unreadable to a run that has not imported them yet.
+    """
+    main = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
+    lines = []
+    for module, module_flags in FLAGS.flags_by_module_dict().items():
+        is_task = (module.startswith("tasks.") or module == "__main__"
+                   or os.path.abspath(module) == main)
+        if is_task:
+            lines += [f.serialize() for f in module_flags if f.value is not None]
     os.makedirs(FLAGS.model_dir, exist_ok=True)
-    with open(os.path.join(FLAGS.model_dir, "flags.txt"), "w", encoding="utf-8") as f:
-        f.write(FLAGS.flags_into_string())
+    name = "flags.txt" if FLAGS.mode in ("train", "train_and_eval") else f"flags_{FLAGS.mode}.txt"
+    with open(os.path.join(FLAGS.model_dir, name), "w", encoding="utf-8") as f:
+        f.write("\n".join(line for line in lines if line) + "\n")
 
 
-def split_file(split, data_dir, glue_names):
-    """The file of a split: --train_file/--eval_file/--predict_file, else DATA_DIR/<glue name>."""
+GLUE_FILES = dict(train="train.tsv", eval="dev.tsv", predict="test.tsv")
+
+
+def split_file(split):
+    """The file of a split: --train_file/--eval_file/--predict_file, else in --data_dir."""
     explicit = {"train": FLAGS.train_file, "eval": FLAGS.eval_file,
                 "predict": FLAGS.predict_file}[split]
     if explicit:
         return explicit
-    if data_dir:
-        return os.path.join(data_dir, glue_names[split])
-    hint = " or --data_dir" if glue_names else ""
-    raise ValueError(f"no {split} data: pass --{split}_file{hint}")
+    if FLAGS.data_dir:
+        return os.path.join(FLAGS.data_dir, GLUE_FILES[split])
+    raise ValueError(f"no {split} data: pass --{split}_file or --data_dir")
 
 
 def run_classification(read_split, pair, label_map=""):
@@ -66,7 +89,8 @@ def run_classification(read_split, pair, label_map=""):
     settings = classification.Settings(
         model_dir=FLAGS.model_dir, encoder_handle=FLAGS.encoder_handle,
         preprocessor_handle=FLAGS.preprocessor_handle, pair=pair,
-        max_seq_length=FLAGS.max_seq_length, train_batch_size=FLAGS.train_batch_size,
+        max_seq_length=FLAGS.max_seq_length, padding=FLAGS.padding,
+        train_batch_size=FLAGS.train_batch_size,
         eval_batch_size=FLAGS.eval_batch_size, learning_rate=FLAGS.learning_rate,
         num_train_epochs=FLAGS.num_train_epochs, warmup_proportion=FLAGS.warmup_proportion,
         decay=FLAGS.decay, weight_decay=FLAGS.weight_decay, seed=FLAGS.seed,

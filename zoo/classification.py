@@ -33,6 +33,7 @@ class Settings:
     preprocessor_handle: Optional[str] = None
     pair: bool = False  # two texts per example (text_a, text_b)
     max_seq_length: int = 128
+    padding: str = "dynamic"  # "dynamic": batches cut to their longest row; "fixed": max_seq_length
     train_batch_size: int = 32
     eval_batch_size: int = 64
     learning_rate: float = 5e-5
@@ -64,11 +65,15 @@ class Classifier:
         self.packer = TextPacker(preprocessor, settings.max_seq_length)
         keras.utils.set_random_seed(settings.seed)
         self.core = classifier_core(encoder, len(labels), settings.dropout)
+        if settings.padding not in ("dynamic", "fixed"):
+            raise ValueError(f"padding must be 'dynamic' or 'fixed', not {settings.padding!r}")
+        self.dynamic_padding = settings.padding == "dynamic"
 
     def logits_and_labels(self, examples):
         ds = classification_dataset(examples, self.packer, self.settings.eval_batch_size,
-                                    labels=self.labels)
-        step = tf.function(lambda inputs: self.core(inputs, training=False))
+                                    labels=self.labels, dynamic_padding=self.dynamic_padding)
+        step = tf.function(lambda inputs: self.core(inputs, training=False),
+                           reduce_retracing=True)
         logits, label_ids = [], []
         with tqdm(total=len(examples), unit="ex", desc="eval", dynamic_ncols=True,
                   mininterval=2) as bar:
@@ -78,8 +83,9 @@ class Classifier:
                 bar.update(len(batch_labels))
         return tf.concat(logits, 0), tf.concat(label_ids, 0)
 
-    def evaluate(self, examples, epoch=None):
-        """Metrics on `examples`, written to eval_results.json with a confusion-matrix plot."""
+    def evaluate(self, examples, epoch=None, step=None):
+        """Metrics on `examples`: eval_results.json, a confusion-matrix plot, and (with the
+        training `step` they belong to) TensorBoard scalars in MODEL_DIR/eval."""
         logits, label_ids = self.logits_and_labels(examples)
         loss = float(tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
             label_ids, logits, from_logits=True)))
@@ -93,6 +99,11 @@ class Classifier:
         plots.plot_confusion(results["confusion_matrix"], self.labels.names,
                              os.path.join(model_dir, "confusion_matrix.png"))
         summary = {k: v for k, v in results.items() if isinstance(v, float)}
+        if step is not None:
+            results["step"] = step
+            with tf.summary.create_file_writer(os.path.join(model_dir, "eval")).as_default(step):
+                for name, value in summary.items():
+                    tf.summary.scalar(name, value)
         logging.info("eval: %s", summary)
         print("eval:", json.dumps(summary))
         return results
@@ -134,19 +145,22 @@ def _train(settings, read_split, evaluate_each_epoch):
 
     def dataset_fn(epoch):
         return classification_dataset(train_examples, clf.packer, batch, labels,
-                                      shuffle_seed=settings.seed + epoch, drop_remainder=True)
+                                      shuffle_seed=settings.seed + epoch, drop_remainder=True,
+                                      dynamic_padding=clf.dynamic_padding)
 
     def on_epoch_end(epoch, record):
-        return clf.evaluate(eval_examples, epoch + 1) if eval_examples else {}
+        return clf.evaluate(eval_examples, epoch + 1, record["step"]) if eval_examples else {}
 
     def loss_fn(label_ids, logits):
         return keras.losses.sparse_categorical_crossentropy(label_ids, logits, from_logits=True)
 
     began = time.time()
     timing = train.fit(clf.core, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch,
-                       settings.model_dir, settings.checkpoint_every, on_epoch_end)
-    timing["wall_seconds"] = time.time() - began
-    timing["train_examples"] = len(train_examples)
+                       settings.model_dir, settings.checkpoint_every, on_epoch_end,
+                       metrics={"accuracy": keras.metrics.SparseCategoricalAccuracy()})
+    timing.update(wall_seconds=time.time() - began, train_examples=len(train_examples),
+                  batch_size=batch, padding=settings.padding,
+                  max_seq_length=settings.max_seq_length)
     _save_json(settings.model_dir, "train_results.json", timing)
     print("train:", json.dumps(timing))
     history = train.load_history(settings.model_dir)
@@ -159,7 +173,8 @@ def _train(settings, read_split, evaluate_each_epoch):
 
 def _restored(settings):
     clf = Classifier(settings, LabelVocab.load(settings.model_dir))
-    train.restore_model(clf.core, settings.model_dir)
+    checkpoint = train.restore_model(clf.core, settings.model_dir)
+    clf.step = int(checkpoint.rsplit("-", 1)[1])
     return clf
 
 
@@ -173,7 +188,7 @@ def run(mode, settings: Settings, read_split):
         return None
     clf = _restored(settings)
     if mode == "eval":
-        return clf.evaluate(read_split("eval"))
+        return clf.evaluate(read_split("eval"), step=clf.step)
     if mode == "predict":
         if not settings.output_file:
             raise ValueError("--mode=predict needs --output_file (.csv or .jsonl)")

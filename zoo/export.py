@@ -4,28 +4,17 @@ The exported model needs nothing of zoo: TF Serving, or a Python process that im
 tensorflow and tensorflow_text, loads it and feeds it strings.
 """
 import os
-import shutil
-import tempfile
 
 import tensorflow as tf
 
+from zoo.files import atomic_directory
 from zoo.models import text_input_names
 
 
 def _save(module, export_dir, signature):
-    """Writes atomically: a half-written export never replaces a good one."""
-    export_dir = os.path.abspath(export_dir)
-    parent = os.path.dirname(export_dir)
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=".zoo-export-", dir=parent)
-    try:
+    with atomic_directory(export_dir) as staging:
         tf.saved_model.save(module, staging, signatures={"serving_default": signature})
-        if os.path.exists(export_dir):
-            shutil.rmtree(export_dir)
-        os.replace(staging, export_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return export_dir
+    return os.path.abspath(export_dir)
 
 
 def export_classifier(export_dir, core, packer, label_names, pair=False):

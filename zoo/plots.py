@@ -20,9 +20,12 @@ def plot_history(history, path):
     loss_ax.set(title="loss", xlabel="epoch", xticks=epochs)
     loss_ax.legend()
     for metric in metrics:
-        points = [(h["epoch"], h[f"eval_{metric}"]) for h in history if f"eval_{metric}" in h]
-        metric_ax.plot(*zip(*points), marker="o", label=f"eval {metric}")
-    metric_ax.set(title="eval metrics", xlabel="epoch", xticks=epochs)
+        for split, style in (("train", "--"), ("eval", "-")):
+            points = [(h["epoch"], h[f"{split}_{metric}"]) for h in history
+                      if f"{split}_{metric}" in h]
+            if points:
+                metric_ax.plot(*zip(*points), style, marker="o", label=f"{split} {metric}")
+    metric_ax.set(title="metrics", xlabel="epoch", xticks=epochs)
     if metrics:
         metric_ax.legend()
     fig.tight_layout()

@@ -11,17 +11,13 @@ import numpy as np
 import tensorflow as tf
 from tqdm import tqdm
 
+from zoo.data.pipeline import trim_to_longest
+
 
 def length_order(examples):
     """Indices of `examples` sorted by text length (stable, so ties keep input order)."""
     lengths = [len(e.text_a) + len(e.text_b or "") for e in examples]
     return np.argsort(lengths, kind="stable")
-
-
-def trim_to_longest(packed):
-    """Cuts packed inputs to the longest row of the batch (the rest is padding)."""
-    longest = tf.reduce_max(tf.reduce_sum(packed["input_mask"], axis=1))
-    return {k: v[:, :longest] for k, v in packed.items()}
 
 
 def predict_probabilities(core, packer, examples, batch_size, sort_by_length=True):

@@ -116,33 +116,40 @@ def restore_model(model, model_dir):
 
 
 def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_size, model_dir,
-        checkpoint_every=0, on_epoch_end=None, summary_every=20):
+        checkpoint_every=0, on_epoch_end=None, summary_every=20, metrics=None):
     """Trains `model`; resumes from the model dir's latest checkpoint. Returns timing results.
 
     Args:
         loss_fn: (labels, model outputs) -> per-example losses.
         dataset_fn: epoch -> dataset of (inputs, labels) batches of exactly `batch_size`.
         on_epoch_end: optional (epoch, train_metrics) -> eval metrics dict, for the history.
+        metrics: optional {name: tf_keras metric} updated with (labels, outputs) in training,
+            reported per epoch as `train_<name>`.
     """
+    metrics = metrics or {}
     checkpoints = Checkpoints(model, optimizer, model_dir)
     start_step = checkpoints.restore()
     total_steps = steps_per_epoch * epochs
     history = load_history(model_dir)
     writer = tf.summary.create_file_writer(os.path.join(model_dir, "train"))
 
-    @tf.function
+    @tf.function(reduce_retracing=True)  # batches may vary in length (dynamic padding)
     def train_step(inputs, labels):
         with tf.GradientTape() as tape:
             outputs = model(inputs, training=True)
             loss = tf.nn.compute_average_loss(loss_fn(labels, outputs), global_batch_size=batch_size)
         grads = tape.gradient(loss, model.trainable_variables)
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        for metric in metrics.values():
+            metric.update_state(labels, outputs)
         return loss
 
     timing = dict(steps=0, seconds=0.0)
     for epoch in range(start_step // steps_per_epoch, epochs):
         done = int(optimizer.iterations.numpy()) - epoch * steps_per_epoch
         losses = []
+        for metric in metrics.values():
+            metric.reset_state()
         bar = tqdm(total=steps_per_epoch * batch_size, initial=done * batch_size, unit="ex",
                    desc=f"train epoch {epoch + 1}/{epochs}", dynamic_ncols=True, mininterval=2)
         for inputs, labels in dataset_fn(epoch).skip(done).take(steps_per_epoch - done):
@@ -165,6 +172,10 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
         record = dict(epoch=epoch + 1, step=int(optimizer.iterations.numpy()))
         if losses:
             record["train_loss"] = sum(losses) / len(losses)
+            record.update({f"train_{name}": float(m.result()) for name, m in metrics.items()})
+            with writer.as_default(step=record["step"]):
+                for name, metric in metrics.items():
+                    tf.summary.scalar(name, metric.result())
         if on_epoch_end is not None:
             record.update({f"eval_{k}": v for k, v in on_epoch_end(epoch, record).items()
                            if isinstance(v, float)})

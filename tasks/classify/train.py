@@ -42,7 +42,7 @@ def main(argv):
             return tfds_source.read_tfds(
                 FLAGS.tfds_name, tfds_split, text_column, FLAGS.text_b_column,
                 FLAGS.label_column, FLAGS.id_column, FLAGS.tfds_data_dir, require_label=labelled)
-        path = common.split_file(split, None, {})
+        path = common.split_file(split)
         return text_files.read_examples(
             path, FLAGS.text_column, FLAGS.text_b_column, FLAGS.label_column, FLAGS.id_column,
             FLAGS.delimiter, require_label=labelled)

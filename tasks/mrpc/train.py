@@ -6,13 +6,9 @@ r"""Fine-tune, evaluate, predict and export a paraphrase classifier on GLUE MRPC
 DATA_DIR holds train.tsv, dev.tsv (eval) and test.tsv (predict) in the GLUE layout (columns
 Quality, #1 ID, #2 ID, #1 String, #2 String). Labels: 0 = not a paraphrase, 1 = paraphrase.
 """
-from absl import app, flags
+from absl import app
 
 from tasks import common
-
-flags.DEFINE_string("data_dir", None, "GLUE MRPC folder with train.tsv, dev.tsv and test.tsv.")
-FLAGS = flags.FLAGS
-GLUE_FILES = dict(train="train.tsv", eval="dev.tsv", predict="test.tsv")
 
 
 def main(argv):
@@ -20,7 +16,7 @@ def main(argv):
     from zoo.data.text_files import read_glue  # pylint: disable=import-outside-toplevel
 
     def read_split(split):
-        path = common.split_file(split, FLAGS.data_dir, GLUE_FILES)
+        path = common.split_file(split)
         return read_glue("mrpc", path, require_label=split != "predict")
 
     common.run_classification(read_split, pair=True, label_map="0:not_paraphrase,1:paraphrase")

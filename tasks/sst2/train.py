@@ -6,13 +6,9 @@ r"""Fine-tune, evaluate, predict and export a sentiment classifier on GLUE SST-2
 DATA_DIR holds train.tsv, dev.tsv (eval) and test.tsv (predict) in the GLUE layout (columns
 sentence, label; test.tsv: index, sentence). Labels: 0 = negative, 1 = positive.
 """
-from absl import app, flags
+from absl import app
 
 from tasks import common
-
-flags.DEFINE_string("data_dir", None, "GLUE SST-2 folder with train.tsv, dev.tsv and test.tsv.")
-FLAGS = flags.FLAGS
-GLUE_FILES = dict(train="train.tsv", eval="dev.tsv", predict="test.tsv")
 
 
 def main(argv):
@@ -20,7 +16,7 @@ def main(argv):
     from zoo.data.text_files import read_examples  # pylint: disable=import-outside-toplevel
 
     def read_split(split):
-        path = common.split_file(split, FLAGS.data_dir, GLUE_FILES)
+        path = common.split_file(split)
         labelled = split != "predict"
         return read_examples(path, text_column="sentence", label_column="label",
                              id_column=None if labelled else "index", delimiter="\t",

@@ -8,12 +8,11 @@ Sources:
 """
 import json
 import os
-import shutil
-import tempfile
 
 import tensorflow as tf
 import tf_keras as keras
 
+from zoo.files import atomic_directory
 from zoo.hub_build import checkpoint as ckpt
 from zoo.hub_build.encoder import BertConfig, build_encoder_model
 from zoo.hub_build.preprocessor import BertPreprocessor
@@ -68,16 +67,13 @@ def save_preprocessor(path, vocab_file, do_lower_case, default_seq_length=128):
 def build(source, output_dir, do_lower_case=None, seed=0, overwrite=False):
     """Builds `output_dir/encoder` and `output_dir/preprocessor` from `source`; returns output_dir.
 
-    The models are written to a temporary folder beside `output_dir` and moved into place at the
-    end, so an interrupted build never leaves a half-written model behind.
+    The models are written to a staging folder and moved into place at the end, so an
+    interrupted build never leaves a half-written model behind.
     """
     if os.path.exists(os.path.join(output_dir, BUILD_INFO)) and not overwrite:
         raise FileExistsError(f"{output_dir}: already holds a built model (pass overwrite=True)")
     checkpoint, config, vocab_file, lower = source_checkpoint(source, do_lower_case)
-    parent = os.path.dirname(os.path.abspath(output_dir))
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=".zoo-build-", dir=parent)
-    try:
+    with atomic_directory(output_dir) as staging:
         save_encoder(os.path.join(staging, "encoder"), config, vocab_file, lower, checkpoint, seed)
         save_preprocessor(os.path.join(staging, "preprocessor"), vocab_file, lower)
         info = dict(source=source if source in (MINILM, TINY) else os.path.abspath(source),
@@ -85,9 +81,4 @@ def build(source, output_dir, do_lower_case=None, seed=0, overwrite=False):
                     config=config.__dict__)
         with open(os.path.join(staging, BUILD_INFO), "w", encoding="utf-8") as f:
             json.dump(info, f, indent=2)
-        if os.path.exists(output_dir):
-            shutil.rmtree(output_dir)
-        os.replace(staging, output_dir)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     return output_dir

@@ -1,0 +1,35 @@
+"""tf.data pipelines: packed batches with labels, seeded shuffles."""
+import numpy as np
+
+from zoo import models
+from zoo.data.labels import LabelVocab
+from zoo.data.pipeline import classification_dataset
+from zoo.data.text_files import Example
+
+
+def test_batches_pack_pairs_and_carry_label_ids(tiny_hub):
+    packer = models.TextPacker(tiny_hub + "/preprocessor", seq_length=16)
+    examples = [Example(f"question {i}", f"answer {i}", label=str(i % 2)) for i in range(10)]
+    labels = LabelVocab(["0", "1"])
+    batches = list(classification_dataset(examples, packer, 4, labels, drop_remainder=True))
+    assert len(batches) == 2
+    inputs, label_ids = batches[0]
+    assert inputs["input_word_ids"].shape == (4, 16)
+    assert label_ids.numpy().tolist() == [0, 1, 0, 1]
+    assert inputs["input_type_ids"].numpy()[0].max() == 1  # the second segment
+
+
+def test_a_seed_fixes_the_order_and_different_seeds_differ(tiny_hub):
+    packer = models.TextPacker(tiny_hub + "/preprocessor", seq_length=8)
+    examples = [Example(f"text {i}", label="0") for i in range(50)]
+    labels = LabelVocab(["0", "1"])
+
+    def order(seed):
+        return np.concatenate([b[0]["input_word_ids"].numpy()[:, 2] for b in
+                               classification_dataset(examples, packer, 10, labels, seed)])
+
+    np.testing.assert_array_equal(order(3), order(3))
+    assert not np.array_equal(order(3), order(4))
+    unshuffled = np.concatenate([b["input_word_ids"].numpy()[:, 2] for b in
+                                 classification_dataset(examples, packer, 10)])
+    assert sorted(order(3)) == sorted(unshuffled)

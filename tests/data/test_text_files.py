@@ -1,0 +1,83 @@
+"""CSV / TSV / JSONL and GLUE readers: columns, BOMs, and errors that name file and line."""
+import json
+
+import pytest
+
+from zoo.data.text_files import DataError, read_examples, read_glue
+
+
+def _write(path, text, mode="w"):
+    if mode == "wb":
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_csv_with_quotes_ids_and_pairs(tmp_path):
+    path = _write(tmp_path / "d.csv", 'id,q,a,y\n1,"Hi, there","yes ""really""",1\n2,b,c,0\n')
+    examples = read_examples(path, "q", "a", "y", "id")
+    assert [(e.id, e.text_a, e.text_b, e.label) for e in examples] == [
+        ("1", "Hi, there", 'yes "really"', "1"), ("2", "b", "c", "0")]
+    assert examples[1].source == f"{path}:3"
+
+
+def test_tsv_keeps_quotes_literally_and_strips_a_bom(tmp_path):
+    path = _write(tmp_path / "d.tsv", '\ufefftext\tlabel\nhe said "hi\t1\n')
+    (example,) = read_examples(path, "text", label_column="label")
+    assert example.text_a == 'he said "hi' and example.label == "1"
+
+
+def test_jsonl(tmp_path):
+    path = _write(tmp_path / "d.jsonl", json.dumps({"text": "ok", "label": -1}) + "\n\n")
+    (example,) = read_examples(path, "text", label_column="label")
+    assert example.label == "-1"
+
+
+def test_glue_layouts(tmp_path):
+    mrpc = _write(tmp_path / "mrpc.tsv", "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+                  '1\t1\t2\tHe said "x".\tHe said x.\n')
+    (pair,) = read_glue("mrpc", mrpc)
+    assert (pair.text_a, pair.text_b, pair.label) == ('He said "x".', "He said x.", "1")
+    sst2 = _write(tmp_path / "sst2.tsv", "sentence\tlabel\nit 's fine . \t1\n")
+    assert read_glue("sst2", sst2)[0].text_a == "it 's fine . "
+    mnli = _write(tmp_path / "mnli.tsv", "pairID\tsentence1\tsentence2\tgold_label\n"
+                  "7\tA man.\tA person.\tentailment\n")
+    (example,) = read_glue("mnli", mnli)
+    assert (example.id, example.label) == ("7", "entailment")
+
+
+def test_unlabelled_rows_for_prediction(tmp_path):
+    path = _write(tmp_path / "t.tsv", "index\tsentence\n0\tgood\n1\tbad\n")
+    examples = read_examples(path, "sentence", label_column="label", id_column="index",
+                             require_label=False)
+    assert [(e.id, e.label) for e in examples] == [("0", None), ("1", None)]
+
+
+@pytest.mark.parametrize("name,content,message", [
+    ("d.csv", "text,label\na,1\nb,1,extra\n", r"d.csv:3: 3 columns, the header has 2"),
+    ("d.csv", "words,label\na,1\n", r"d.csv:2: no text column 'text'"),
+    ("d.csv", "text,label\na,1\n  ,0\n", r"d.csv:3: empty text in column 'text'"),
+    ("d.csv", "text,label\nNaN,1\n", r"d.csv:2: empty text"),
+    ("d.csv", "text,label\na,\n", r"d.csv:2: empty label"),
+    ("d.csv", 'text,label\n"unclosed,1\n', r"d.csv:\d+: .*unbalanced quotes"),
+    ("d.jsonl", '{"text": "a", "label": 1}\n{"text": \n', r"d.jsonl:2: not valid JSON"),
+    ("d.jsonl", '["a", 1]\n', r"d.jsonl:1: expected a JSON object"),
+    ("d.csv", "", r"d.csv: empty file"),
+    ("d.xlsx", "text,label\n", r"d.xlsx: unknown file type"),
+])
+def test_bad_input_names_file_and_line(tmp_path, name, content, message):
+    path = _write(tmp_path / name, content)
+    with pytest.raises(DataError, match=message):
+        read_examples(path, "text", label_column="label")
+
+
+def test_invalid_utf8_names_the_line(tmp_path):
+    path = _write(tmp_path / "d.csv", b"text,label\nok,1\nbad \xff byte,0\n", mode="wb")
+    with pytest.raises(DataError, match=r"d.csv:3: invalid UTF-8"):
+        read_examples(path, "text", label_column="label")
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(DataError, match="no such file"):
+        read_examples(str(tmp_path / "none.csv"), "text")

@@ -1,0 +1,184 @@
+"""tasks.classify.train as a user runs it: every mode, label map, resume, flagfile, bad input."""
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import tensorflow as tf
+
+from tests.helpers import ROOT, run_module
+
+WORDS = {"-1": ["awful", "boring", "hated", "terrible"], "0": ["released", "monday", "actors"],
+         "1": ["great", "loved", "wonderful", "brilliant"]}
+LABEL_MAP = "-1:negative,0:neutral,1:positive"
+
+
+def _write_csv(path, n, seed, with_label=True):
+    import random  # pylint: disable=import-outside-toplevel
+    rng = random.Random(seed)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["id", "tweet"] + (["sentiment"] if with_label else []))
+        for i in range(n):
+            label = rng.choice(sorted(WORDS))
+            text = " ".join(rng.choice(WORDS[label]) for _ in range(rng.randint(1, 12)))
+            writer.writerow([f"{seed}-{i}", text] + ([label] if with_label else []))
+    return str(path)
+
+
+def _classify(model_dir, *extra, **kwargs):
+    args = ["--encoder_handle=tiny", f"--model_dir={model_dir}", "--text_column=tweet",
+            "--label_column=sentiment", "--id_column=id", f"--label_map={LABEL_MAP}",
+            "--train_batch_size=8", "--eval_batch_size=16", "--max_seq_length=32", *extra]
+    return run_module("tasks.classify.train", *args, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("tweets")
+    return dict(train=_write_csv(root / "train.csv", 96, 1), dev=_write_csv(root / "dev.csv", 30, 2),
+                predict=_write_csv(root / "predict.csv", 23, 3, with_label=False), root=root)
+
+
+@pytest.fixture(scope="module")
+def trained(data, tiny_hub):
+    model_dir = str(data["root"] / "model")
+    result = _classify(model_dir, "--mode=train_and_eval", f"--train_file={data['train']}",
+                       f"--eval_file={data['dev']}", "--num_train_epochs=10",
+                       "--learning_rate=3e-3", "--warmup_proportion=0.05",
+                       f"--export_dir={model_dir}/export/1", "--checkpoint_every=5")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return model_dir
+
+
+def test_train_and_eval_writes_everything_to_the_model_dir(trained):
+    for name in ("eval_results.json", "history.json", "train_results.json", "labels.json",
+                 "flags.txt", "training_curves.png", "confusion_matrix.png"):
+        assert os.path.exists(os.path.join(trained, name)), name
+    assert os.listdir(os.path.join(trained, "train"))  # TensorBoard summaries
+    results = json.load(open(os.path.join(trained, "eval_results.json")))
+    assert results["label_names"] == ["negative", "neutral", "positive"]
+    assert {"accuracy", "f1_macro", "f1_weighted", "mcc", "loss"} <= set(results)
+    # The words give the label away. A 32-wide random BERT sometimes merges two of the three
+    # classes for a while, so ask for well above chance (1/3), not for perfection.
+    assert results["accuracy"] > 0.5
+    history = json.load(open(os.path.join(trained, "history.json")))
+    assert [h["epoch"] for h in history] == list(range(1, 11))
+    assert history[-1]["train_loss"] < 0.75 * history[0]["train_loss"]
+    assert os.path.exists(os.path.join(trained, "export", "1", "saved_model.pb"))
+
+
+def test_eval_mode_reproduces_the_last_evaluation(trained, data):
+    last = json.load(open(os.path.join(trained, "eval_results.json")))
+    result = _classify(trained, "--mode=eval", f"--eval_file={data['dev']}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    again = json.load(open(os.path.join(trained, "eval_results.json")))
+    assert again["accuracy"] == last["accuracy"]
+    assert again["loss"] == pytest.approx(last["loss"], abs=1e-5)
+
+
+@pytest.mark.parametrize("suffix", ["csv", "jsonl"])
+def test_predict_writes_one_labelled_row_per_input_in_order(trained, data, suffix):
+    output = os.path.join(trained, f"predictions.{suffix}")
+    result = _classify(trained, "--mode=predict", f"--predict_file={data['predict']}",
+                       f"--output_file={output}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    inputs = list(csv.DictReader(open(data["predict"])))
+    if suffix == "csv":
+        rows = list(csv.DictReader(open(output)))
+    else:
+        rows = [json.loads(line) for line in open(output)]
+    assert [r["id"] for r in rows] == [r["id"] for r in inputs]
+    assert all(0 < float(r["score"]) <= 1 for r in rows)
+    # Row by row the same as the exported model (trained fixture's export) on the same texts:
+    # order restored after length sorting, label ids mapped to the right names.
+    served = tf.saved_model.load(os.path.join(trained, "export", "1")).signatures[
+        "serving_default"](text=tf.constant([r["tweet"] for r in inputs]))
+    assert [r["label"] for r in rows] == [x.decode() for x in served["label"].numpy()]
+    scores = served["probabilities"].numpy().max(axis=1)
+    assert [float(r["score"]) for r in rows] == pytest.approx(scores.tolist(), abs=1e-4)
+
+
+def test_export_mode_and_the_exported_label_names(trained, tmp_path):
+    export_dir = str(tmp_path / "serving" / "7")
+    result = _classify(trained, "--mode=export", f"--export_dir={export_dir}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    texts = tf.constant(["loved it, brilliant", "boring and awful", "released on monday"])
+    served = tf.saved_model.load(export_dir).signatures["serving_default"](text=texts)
+    first = tf.saved_model.load(os.path.join(trained, "export", "1")).signatures[
+        "serving_default"](text=texts)
+    assert {x.decode() for x in served["label"].numpy()} <= {"negative", "neutral", "positive"}
+    assert served["label"].numpy().tolist() == first["label"].numpy().tolist()
+
+
+def test_flagfile_reruns_with_the_saved_flags(trained, data):
+    result = run_module("tasks.classify.train", f"--flagfile={trained}/flags.txt", "--mode=eval",
+                        f"--eval_file={data['dev']}")
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_a_killed_run_resumes_from_its_checkpoint(data, tiny_hub, tmp_path):
+    model_dir = tmp_path / "model"
+    big = _write_csv(tmp_path / "big.csv", 600, 9)
+    args = [sys.executable, "-m", "tasks.classify.train", "--encoder_handle=tiny",
+            f"--model_dir={model_dir}", "--text_column=tweet", "--label_column=sentiment",
+            f"--train_file={big}", "--mode=train", "--train_batch_size=4", "--num_train_epochs=2",
+            "--max_seq_length=32", "--checkpoint_every=10"]
+    process = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    checkpoint_dir = model_dir / "checkpoints"
+    while time.time() < deadline and process.poll() is None:
+        if checkpoint_dir.exists() and any(p.name.endswith(".index") for p in checkpoint_dir.iterdir()):
+            break
+        time.sleep(0.05)
+    assert process.poll() is None, "training ended before it could be interrupted"
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=60)
+    done_before = int(tf.train.latest_checkpoint(str(checkpoint_dir)).rsplit("-", 1)[1])
+    assert 0 < done_before < 300
+    result = run_module("tasks.classify.train", *args[3:])
+    assert result.returncode == 0, result.stderr[-3000:]
+    timing = json.load(open(model_dir / "train_results.json"))
+    assert timing["steps"] == 300 - done_before  # only the rest was trained
+    assert tf.train.latest_checkpoint(str(checkpoint_dir)).endswith("-300")
+
+
+def test_bad_rows_and_unknown_labels_end_with_a_clear_error(data, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,tweet,sentiment\n1,fine,1\n2,oops,1,extra\n")
+    result = _classify(str(tmp_path / "m1"), "--mode=train", f"--train_file={bad}")
+    assert result.returncode != 0
+    assert f"error: {bad}:3: 4 columns, the header has 3" in result.stderr
+    assert "Traceback" not in result.stderr
+    unknown = tmp_path / "unknown.csv"
+    unknown.write_text("id,tweet,sentiment\n1,fine,1\n2,meh,5\n")
+    result = _classify(str(tmp_path / "m2"), "--mode=train_and_eval",
+                       f"--train_file={data['train']}", f"--eval_file={unknown}")
+    assert result.returncode != 0 and f"{unknown}:3: unknown label '5'" in result.stderr
+
+
+TFDS_RUN = """
+import sys
+import tensorflow_datasets as tfds
+from absl import app
+from tasks.classify import train
+with tfds.testing.mock_data(num_examples=24):
+    app.run(train.main, argv=["train"] + sys.argv[1:])
+"""
+
+
+def test_tfds_source_through_the_task(tmp_path, tiny_hub):
+    model_dir = tmp_path / "tfds"
+    result = subprocess.run(
+        [sys.executable, "-c", TFDS_RUN, "--tfds_name=glue/mrpc", f"--model_dir={model_dir}",
+         "--encoder_handle=tiny", "--mode=train_and_eval", "--num_train_epochs=1",
+         "--train_batch_size=8", "--max_seq_length=32"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    labels = json.load(open(model_dir / "labels.json"))
+    assert set(labels["names"]) <= {"equivalent", "not_equivalent"}
+    assert json.load(open(model_dir / "eval_results.json"))["num_examples"] == 24

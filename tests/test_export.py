@@ -1,0 +1,65 @@
+"""Export: raw-text serving signatures that load with only tensorflow and tensorflow_text."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from zoo import export, models
+
+SERVE = """
+import json, sys
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the tokenizer ops, as TF Serving builds do)
+model = tf.saved_model.load(sys.argv[1])
+fn = model.signatures["serving_default"]
+inputs = {k: tf.constant(v) for k, v in json.loads(sys.argv[2]).items()}
+out = fn(**inputs)
+extra = sorted(m for m in sys.modules if m.split(".")[0] in ("zoo", "tf_keras", "tensorflow_hub"))
+print(json.dumps(dict(label=[x.decode() for x in out["label"].numpy()],
+                      label_id=out["label_id"].numpy().tolist(),
+                      probabilities=out["probabilities"].numpy().tolist(), extra=extra)))
+"""
+
+
+def _serve(export_dir, inputs):
+    # A serving process knows nothing of zoo: not even the Keras 2 switch that `import zoo` sets.
+    env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
+    result = subprocess.run([sys.executable, "-c", SERVE, export_dir, json.dumps(inputs)],
+                            capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("pair", [False, True])
+def test_export_serves_raw_text_in_a_fresh_process(tiny_hub, tmp_path, pair):
+    core = models.classifier_core(tiny_hub + "/encoder", num_classes=3)
+    packer = models.TextPacker(tiny_hub + "/preprocessor", seq_length=32)
+    export_dir = export.export_classifier(str(tmp_path / "export" / "1"), core, packer,
+                                          ["neg", "neu", "pos"], pair=pair)
+    texts = ["a fine film", "a dull, long film"]
+    inputs = {"text_a": texts, "text_b": ["yes", "no"]} if pair else {"text": texts}
+    served = _serve(export_dir, inputs)
+    assert served["extra"] == []  # nothing of zoo, tf_keras or tensorflow_hub was imported
+    columns = [tf.constant(v) for v in inputs.values()]
+    expected = tf.nn.softmax(core(packer(*columns), training=False)).numpy()
+    np.testing.assert_allclose(served["probabilities"], expected, atol=1e-5)
+    assert served["label_id"] == expected.argmax(-1).tolist()
+    assert served["label"] == [["neg", "neu", "pos"][i] for i in served["label_id"]]
+
+
+def test_saved_model_cli_lists_the_signature(tiny_hub, tmp_path):
+    core = models.classifier_core(tiny_hub + "/encoder", num_classes=2)
+    packer = models.TextPacker(tiny_hub + "/preprocessor", seq_length=16)
+    export_dir = export.export_classifier(str(tmp_path / "e"), core, packer, ["a", "b"])
+    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    result = subprocess.run([cli, "show", "--dir", export_dir, "--all"], capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "signature_def['serving_default']" in result.stdout
+    for name in ("inputs['text']", "outputs['label']", "outputs['label_id']",
+                 "outputs['probabilities']"):
+        assert name in result.stdout

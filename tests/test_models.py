@@ -1,0 +1,29 @@
+"""Raw strings -> preprocessor -> encoder -> head as one Keras model, for a text or a pair."""
+import numpy as np
+import tensorflow as tf
+
+from zoo import models
+
+
+def test_text_classifier_takes_raw_strings(tiny_hub):
+    model = models.build_text_classifier(tiny_hub, None, num_classes=3, seq_length=16)
+    logits = model(tf.constant(["a fine film", "a dull film"]))
+    assert logits.shape == (2, 3)
+    assert any("classifier" in w.name for w in model.trainable_weights)
+    encoder_weights = [w for w in model.trainable_weights if "classifier" not in w.name]
+    assert encoder_weights  # the Hub encoder is trained too
+
+
+def test_pair_classifier_takes_two_texts(tiny_hub):
+    model = models.build_text_classifier("tiny", None, num_classes=2, seq_length=16, pair=True)
+    assert [i.name for i in model.inputs] == ["text_a", "text_b"]
+    logits = model([tf.constant(["is it raining?"]), tf.constant(["yes it is."])])
+    assert logits.shape == (1, 2)
+
+
+def test_packer_matches_the_preprocessor_and_pads_to_seq_length(tiny_hub):
+    packer = models.TextPacker(tiny_hub + "/preprocessor", seq_length=12)
+    packed = packer(tf.constant(["Hello, World!"]), tf.constant(["again"]))
+    ids = packed["input_word_ids"].numpy()[0]
+    assert ids.shape == (12,) and ids[:6].tolist() == [101, 7592, 1010, 2088, 999, 102]
+    np.testing.assert_array_equal(packed["input_type_ids"].numpy()[0, :8], [0] * 6 + [1, 1])

@@ -1,0 +1,107 @@
+"""The shared training loop: schedule, AdamW exclusions, checkpoints and exact resume."""
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras as keras
+
+from zoo import train
+
+
+def test_warmup_then_linear_or_exponential_decay():
+    linear = train.WarmupDecay(1.0, total_steps=110, warmup_steps=10)
+    assert [float(linear(s)) for s in (0, 5, 10, 60, 110, 200)] == pytest.approx(
+        [0.0, 0.5, 1.0, 0.5, 0.0, 0.0])
+    exponential = train.WarmupDecay(1.0, 110, 10, decay="exponential", final_fraction=0.01)
+    assert [float(exponential(s)) for s in (10, 60, 110)] == pytest.approx([1.0, 0.1, 0.01])
+    with pytest.raises(ValueError):
+        train.WarmupDecay(1.0, 10, 1, decay="cosine")
+
+
+def test_weight_decay_skips_layer_norm_and_bias():
+    optimizer = train.create_optimizer(1e-3, 100, 0, weight_decay=0.5)
+    kernel = tf.Variable(np.ones((2, 2), np.float32), name="dense/kernel")
+    bias = tf.Variable(np.ones(2, np.float32), name="dense/bias")
+    gamma = tf.Variable(np.ones(2, np.float32), name="encoder/layer_norm/gamma")
+    variables = [kernel, bias, gamma]
+    optimizer.build(variables)
+    optimizer.iterations.assign(50)  # past warmup: a non-zero learning rate
+    optimizer.apply_gradients([(tf.zeros_like(v), v) for v in variables])
+    assert float(kernel[0, 0]) < 1.0  # decayed
+    assert float(bias[0]) == 1.0 and float(gamma[0]) == 1.0
+
+
+def _toy_setup(model_dir, seed=0):
+    keras.utils.set_random_seed(seed)
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"),
+                              keras.layers.Dense(2)])
+    optimizer = train.create_optimizer(0.05, total_steps=12, warmup_steps=2)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(32, 4)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.int64)
+
+    def dataset_fn(epoch):  # an order that depends on the epoch alone, as zoo's pipelines do
+        order = np.random.default_rng(epoch).permutation(32)
+        return tf.data.Dataset.from_tensor_slices((x[order], y[order])).batch(8)
+
+    def loss_fn(labels, logits):
+        return keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
+
+    return model, optimizer, dataset_fn, loss_fn
+
+
+class _Crash(Exception):
+    pass
+
+
+def test_an_interrupted_run_resumes_to_the_same_weights(tmp_path):
+    straight_dir, resumed_dir = str(tmp_path / "straight"), str(tmp_path / "resumed")
+    model, optimizer, dataset_fn, loss_fn = _toy_setup(straight_dir)
+    train.fit(model, optimizer, loss_fn, dataset_fn, 4, 3, 8, straight_dir)
+    expected = [w.numpy() for w in model.weights]
+
+    model, optimizer, dataset_fn, loss_fn = _toy_setup(resumed_dir)
+
+    def crashing(epoch):  # fails fetching batch 4 of epoch 2: after step 7, checkpointed at 6
+        if epoch != 1:
+            return dataset_fn(epoch)
+
+        def poison(i, batch):
+            x, y = batch
+            x = tf.cond(i >= 3, lambda: x * np.nan, lambda: x)
+            return tf.debugging.check_numerics(x, "simulated crash"), y
+
+        return dataset_fn(epoch).enumerate().map(poison)
+
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        train.fit(model, optimizer, loss_fn, crashing, 4, 3, 8, resumed_dir, checkpoint_every=3)
+    assert tf.train.latest_checkpoint(os.path.join(resumed_dir, "checkpoints")).endswith("-6")
+
+    model, optimizer, dataset_fn, loss_fn = _toy_setup(resumed_dir, seed=123)  # fresh weights
+    timing = train.fit(model, optimizer, loss_fn, dataset_fn, 4, 3, 8, resumed_dir)
+    assert timing["steps"] == 12 - 6 and int(optimizer.iterations) == 12
+    for got, want in zip(model.weights, expected):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-6)
+    history = json.load(open(os.path.join(resumed_dir, train.HISTORY_FILE)))
+    assert [h["epoch"] for h in history] == [1, 2, 3]
+
+
+def test_a_finished_run_is_not_trained_again(tmp_path):
+    model, optimizer, dataset_fn, loss_fn = _toy_setup(str(tmp_path))
+    train.fit(model, optimizer, loss_fn, dataset_fn, 4, 2, 8, str(tmp_path))
+    model, optimizer, dataset_fn, loss_fn = _toy_setup(str(tmp_path))
+    assert train.fit(model, optimizer, loss_fn, dataset_fn, 4, 2, 8, str(tmp_path))["steps"] == 0
+
+
+def test_summaries_and_restore_model(tmp_path):
+    model, optimizer, dataset_fn, loss_fn = _toy_setup(str(tmp_path))
+    train.fit(model, optimizer, loss_fn, dataset_fn, 4, 1, 8, str(tmp_path), summary_every=2)
+    assert os.listdir(tmp_path / "train")  # TensorBoard event file
+    fresh, *_ = _toy_setup(str(tmp_path), seed=7)
+    train.restore_model(fresh, str(tmp_path))
+    for a, b in zip(fresh.weights, model.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    with pytest.raises(FileNotFoundError, match="no checkpoint"):
+        train.restore_model(fresh, str(tmp_path / "nothing"))
