@@ -35,6 +35,14 @@ flags.DEFINE_integer("checkpoint_every", 0,
                      "Also checkpoint every N training steps (0: only at the end of each epoch).")
 flags.DEFINE_string("data_dir", None, "A GLUE-layout folder: train.tsv (train), dev.tsv (eval) "
                     "and test.tsv (predict). --train_file etc. override single files.")
+flags.DEFINE_enum("strategy", "default",
+                  ["default", "one_device", "mirrored", "multi_worker_mirrored", "tpu", "auto"],
+                  "Distribution strategy. multi_worker_mirrored reads the cluster from TF_CONFIG; "
+                  "auto uses a TPU if one resolves, else all GPUs, else the default strategy.")
+flags.DEFINE_string("tpu", None, "TPU name or grpc:// address; 'local' on a TPU VM.")
+flags.DEFINE_integer("num_gpus", 0, "GPUs for --strategy=mirrored (0: all visible).")
+flags.DEFINE_integer("steps_per_execution", 1,
+                     "Training steps per tf.function call (raise on TPU to cut host round trips).")
 flags.DEFINE_string("train_file", None, "Training data file.")
 flags.DEFINE_string("eval_file", None, "Evaluation data file.")
 flags.DEFINE_string("predict_file", None, "File to predict on.")
@@ -81,23 +89,38 @@ def split_file(split):
     raise ValueError(f"no {split} data: pass --{split}_file or --data_dir")
 
 
-def run_classification(read_split, pair, label_map=""):
-    """Runs zoo.classification with the common flags; bad input ends with one clear line."""
-    from zoo import classification, hub  # pylint: disable=import-outside-toplevel
+def settings_kwargs():
+    """The common flags as keyword arguments of `zoo.settings.RunSettings`."""
+    return dict(
+        model_dir=FLAGS.model_dir, encoder_handle=FLAGS.encoder_handle,
+        preprocessor_handle=FLAGS.preprocessor_handle, max_seq_length=FLAGS.max_seq_length,
+        train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
+        learning_rate=FLAGS.learning_rate, num_train_epochs=FLAGS.num_train_epochs,
+        warmup_proportion=FLAGS.warmup_proportion, decay=FLAGS.decay,
+        weight_decay=FLAGS.weight_decay, seed=FLAGS.seed,
+        checkpoint_every=FLAGS.checkpoint_every, strategy=FLAGS.strategy, tpu=FLAGS.tpu,
+        num_gpus=FLAGS.num_gpus, steps_per_execution=FLAGS.steps_per_execution,
+        export_dir=FLAGS.export_dir, output_file=FLAGS.output_file)
+
+
+def run_task(run, settings, read_split):
+    """Saves the flags (chief only) and runs `run(mode, settings, read_split)`; bad input ends
+    with one clear line instead of a traceback."""
+    from zoo import distribute, hub  # pylint: disable=import-outside-toplevel
     from zoo.data.text_files import DataError  # pylint: disable=import-outside-toplevel
 
-    settings = classification.Settings(
-        model_dir=FLAGS.model_dir, encoder_handle=FLAGS.encoder_handle,
-        preprocessor_handle=FLAGS.preprocessor_handle, pair=pair,
-        max_seq_length=FLAGS.max_seq_length, padding=FLAGS.padding,
-        train_batch_size=FLAGS.train_batch_size,
-        eval_batch_size=FLAGS.eval_batch_size, learning_rate=FLAGS.learning_rate,
-        num_train_epochs=FLAGS.num_train_epochs, warmup_proportion=FLAGS.warmup_proportion,
-        decay=FLAGS.decay, weight_decay=FLAGS.weight_decay, seed=FLAGS.seed,
-        checkpoint_every=FLAGS.checkpoint_every, label_map=label_map,
-        export_dir=FLAGS.export_dir, output_file=FLAGS.output_file)
-    save_flags()
+    if distribute.chief_from_env():  # under multi-worker training only the chief writes
+        save_flags()
     try:
-        return classification.run(FLAGS.mode, settings, read_split)
+        return run(FLAGS.mode, settings, read_split)
     except (DataError, hub.HandleError, FileNotFoundError, ValueError) as e:
         raise SystemExit(f"error: {e}") from None
+
+
+def run_classification(read_split, pair, label_map=""):
+    """Runs zoo.classification with the common flags."""
+    from zoo import classification  # pylint: disable=import-outside-toplevel
+
+    settings = classification.Settings(**settings_kwargs(), pair=pair, padding=FLAGS.padding,
+                                       label_map=label_map)
+    return run_task(classification.run, settings, read_split)

@@ -9,44 +9,28 @@ import dataclasses
 import json
 import os
 import time
-from typing import Optional
 
 import tensorflow as tf
 import tf_keras as keras
 from absl import logging
 from tqdm import tqdm
 
-from zoo import export, hub, metrics, plots, predict, train
+from zoo import distribute, export, hub, metrics, plots, predict, train
 from zoo.data.labels import LabelVocab, parse_label_map
 from zoo.data.pipeline import classification_dataset
 from zoo.models import TextPacker, classifier_core
+from zoo.settings import RunSettings
 
 MODES = ("train", "eval", "train_and_eval", "predict", "export")
 
 
 @dataclasses.dataclass
-class Settings:
-    """What a classification run needs besides its data (the tasks fill it from flags)."""
+class Settings(RunSettings):
+    """Classification settings: the common ones plus text pairs, padding and label names."""
 
-    model_dir: str
-    encoder_handle: str = hub.DEFAULT_MODEL
-    preprocessor_handle: Optional[str] = None
     pair: bool = False  # two texts per example (text_a, text_b)
-    max_seq_length: int = 128
     padding: str = "dynamic"  # "dynamic": batches cut to their longest row; "fixed": max_seq_length
-    train_batch_size: int = 32
-    eval_batch_size: int = 64
-    learning_rate: float = 5e-5
-    num_train_epochs: float = 3.0
-    warmup_proportion: float = 0.1
-    decay: str = "linear"
-    weight_decay: float = 0.01
-    dropout: float = 0.1
-    seed: int = 0
-    checkpoint_every: int = 0
     label_map: str = ""
-    export_dir: Optional[str] = None
-    output_file: Optional[str] = None
 
 
 def _save_json(model_dir, name, value):
@@ -55,30 +39,36 @@ def _save_json(model_dir, name, value):
 
 
 class Classifier:
-    """The packer, core model and labels of one model dir."""
+    """The packer, core model and labels of one model dir, under a distribution strategy."""
 
-    def __init__(self, settings: Settings, labels: LabelVocab):
+    def __init__(self, settings: Settings, labels: LabelVocab, strategy=None):
         self.settings = settings
         self.labels = labels
-        encoder, preprocessor = hub.resolve_handles(settings.encoder_handle,
-                                                    settings.preprocessor_handle)
-        self.packer = TextPacker(preprocessor, settings.max_seq_length)
-        keras.utils.set_random_seed(settings.seed)
-        self.core = classifier_core(encoder, len(labels), settings.dropout)
         if settings.padding not in ("dynamic", "fixed"):
             raise ValueError(f"padding must be 'dynamic' or 'fixed', not {settings.padding!r}")
-        self.dynamic_padding = settings.padding == "dynamic"
+        self.strategy = strategy or distribute.strategy_for(settings)
+        self.chief = distribute.is_chief(self.strategy)
+        on_tpu = distribute.is_tpu(self.strategy)
+        # TPUs compile one program per shape: keep every batch at max_seq_length.
+        self.dynamic_padding = settings.padding == "dynamic" and not on_tpu
+        encoder, preprocessor = hub.resolve_handles(settings.encoder_handle,
+                                                    settings.preprocessor_handle)
+        self.packer = TextPacker(preprocessor, settings.max_seq_length, on_tpu=on_tpu)
+        keras.utils.set_random_seed(settings.seed)
+        with self.strategy.scope():
+            self.core = classifier_core(encoder, len(labels), settings.dropout, on_tpu=on_tpu)
 
     def logits_and_labels(self, examples):
-        ds = classification_dataset(examples, self.packer, self.settings.eval_batch_size,
-                                    labels=self.labels, dynamic_padding=self.dynamic_padding)
-        step = tf.function(lambda inputs: self.core(inputs, training=False),
-                           reduce_retracing=True)
+        batch_size = self.settings.eval_batch_size
+        ds = classification_dataset(examples, self.packer, batch_size, labels=self.labels,
+                                    dynamic_padding=self.dynamic_padding)
         logits, label_ids = [], []
         with tqdm(total=len(examples), unit="ex", desc="eval", dynamic_ncols=True,
-                  mininterval=2) as bar:
-            for inputs, batch_labels in ds:
-                logits.append(step(inputs))
+                  mininterval=2, disable=not self.chief) as bar:
+            for batch_logits, batch_labels in distribute.map_batches(
+                    self.strategy, lambda b: (self.core(b[0], training=False), b[1]), ds,
+                    batch_size):
+                logits.append(batch_logits)
                 label_ids.append(batch_labels)
                 bar.update(len(batch_labels))
         return tf.concat(logits, 0), tf.concat(label_ids, 0)
@@ -94,6 +84,8 @@ class Classifier:
         results = dict(loss=loss, **results, label_names=self.labels.names)
         if epoch is not None:
             results["epoch"] = epoch
+        if not self.chief:  # every worker evaluates (same results); the chief writes them
+            return results
         model_dir = self.settings.model_dir
         _save_json(model_dir, "eval_results.json", results)
         plots.plot_confusion(results["confusion_matrix"], self.labels.names,
@@ -113,7 +105,7 @@ class Classifier:
                                         self.labels.names, self.settings.pair)
 
 
-def _labels_for_training(settings, train_examples):
+def _labels_for_training(settings, train_examples, chief):
     label_map = parse_label_map(settings.label_map)
     labels = LabelVocab.from_examples(train_examples, label_map)
     saved = os.path.join(settings.model_dir, "labels.json")
@@ -122,26 +114,29 @@ def _labels_for_training(settings, train_examples):
         if previous.raw_labels != labels.raw_labels:
             raise ValueError(f"{saved}: labels {previous.raw_labels} differ from the training "
                              f"data's {labels.raw_labels}; use a new --model_dir")
-    labels.save(settings.model_dir)
+    if chief:
+        labels.save(settings.model_dir)
     return labels
 
 
-def _train(settings, read_split, evaluate_each_epoch):
+def _train(settings, read_split, evaluate_each_epoch, strategy):
     train_examples = read_split("train")
     eval_examples = read_split("eval") if evaluate_each_epoch else None
-    labels = _labels_for_training(settings, train_examples)
+    labels = _labels_for_training(settings, train_examples, distribute.is_chief(strategy))
     for example in eval_examples or []:
         labels.id(example)  # unknown eval labels fail now, not after an epoch of training
-    clf = Classifier(settings, labels)
+    clf = Classifier(settings, labels, strategy)
     batch = settings.train_batch_size
     steps_per_epoch = len(train_examples) // batch
     if steps_per_epoch == 0:
         raise ValueError(f"{len(train_examples)} training examples is less than one batch of {batch}")
     epochs = max(1, round(settings.num_train_epochs))
     total = steps_per_epoch * epochs
-    optimizer = train.create_optimizer(
-        settings.learning_rate, total, int(total * settings.warmup_proportion), settings.decay,
-        settings.weight_decay)
+    with clf.strategy.scope():
+        optimizer = train.create_optimizer(
+            settings.learning_rate, total, int(total * settings.warmup_proportion),
+            settings.decay, settings.weight_decay)
+        train_metrics = {"accuracy": keras.metrics.SparseCategoricalAccuracy()}
 
     def dataset_fn(epoch):
         return classification_dataset(train_examples, clf.packer, batch, labels,
@@ -157,12 +152,17 @@ def _train(settings, read_split, evaluate_each_epoch):
     began = time.time()
     timing = train.fit(clf.core, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch,
                        settings.model_dir, settings.checkpoint_every, on_epoch_end,
-                       metrics={"accuracy": keras.metrics.SparseCategoricalAccuracy()})
+                       metrics=train_metrics, strategy=clf.strategy,
+                       steps_per_execution=settings.steps_per_execution)
     timing.update(wall_seconds=time.time() - began, train_examples=len(train_examples),
-                  batch_size=batch, padding=settings.padding,
-                  max_seq_length=settings.max_seq_length)
-    _save_json(settings.model_dir, "train_results.json", timing)
+                  batch_size=batch, padding="dynamic" if clf.dynamic_padding else "fixed",
+                  max_seq_length=settings.max_seq_length,
+                  strategy=type(clf.strategy).__name__,
+                  replicas=clf.strategy.num_replicas_in_sync)
     print("train:", json.dumps(timing))
+    if not clf.chief:
+        return clf
+    _save_json(settings.model_dir, "train_results.json", timing)
     history = train.load_history(settings.model_dir)
     if history:
         plots.plot_history(history, os.path.join(settings.model_dir, "training_curves.png"))
@@ -171,8 +171,9 @@ def _train(settings, read_split, evaluate_each_epoch):
     return clf
 
 
-def _restored(settings):
-    clf = Classifier(settings, LabelVocab.load(settings.model_dir))
+def restored(settings, strategy=None):
+    """The classifier of a trained model dir, its latest checkpoint loaded."""
+    clf = Classifier(settings, LabelVocab.load(settings.model_dir), strategy)
     checkpoint = train.restore_model(clf.core, settings.model_dir)
     clf.step = int(checkpoint.rsplit("-", 1)[1])
     return clf
@@ -183,18 +184,22 @@ def run(mode, settings: Settings, read_split):
     if mode not in MODES:
         raise ValueError(f"--mode must be one of {MODES}, not {mode!r}")
     os.makedirs(settings.model_dir, exist_ok=True)
+    strategy = distribute.strategy_for(settings)  # first: multi-worker needs it before other TF work
     if mode in ("train", "train_and_eval"):
-        _train(settings, read_split, evaluate_each_epoch=mode == "train_and_eval")
+        _train(settings, read_split, mode == "train_and_eval", strategy)
         return None
-    clf = _restored(settings)
+    clf = restored(settings, strategy)
     if mode == "eval":
         return clf.evaluate(read_split("eval"), step=clf.step)
+    if not clf.chief:  # predictions and exports are the chief's to write
+        return None
     if mode == "predict":
         if not settings.output_file:
             raise ValueError("--mode=predict needs --output_file (.csv or .jsonl)")
         examples = read_split("predict")
         probabilities = predict.predict_probabilities(clf.core, clf.packer, examples,
-                                                      settings.eval_batch_size)
+                                                      settings.eval_batch_size,
+                                                      strategy=clf.strategy)
         count = predict.write_predictions(settings.output_file, examples, probabilities,
                                           clf.labels.names)
         print(f"wrote {count} predictions to {settings.output_file}")

@@ -35,3 +35,35 @@ class ClassifierHead(keras.layers.Layer):
     def get_config(self):
         return dict(super().get_config(), num_classes=self.num_classes, dropout=self.dropout,
                     initializer_range=self.initializer_range)
+
+
+class SpanHead(keras.layers.Layer):
+    """A dense layer from the encoder's `sequence_output` to start and end logits per token.
+
+    Args:
+        initializer_range: stddev of the truncated-normal kernel initializer.
+        **kwargs: standard Keras layer arguments (`name`, `dtype`, ...).
+
+    Returns a dict `{"start_logits": [batch, seq], "end_logits": [batch, seq]}`.
+
+    Example:
+    ```python
+    sequence = encoder(encoder_inputs)["sequence_output"]
+    spans = zoo.heads.SpanHead()(sequence)
+    start, end = spans["start_logits"], spans["end_logits"]
+    ```
+    """
+
+    def __init__(self, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.initializer_range = initializer_range
+        self._dense = keras.layers.Dense(
+            2, name="span_logits",
+            kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
+
+    def call(self, sequence_output):
+        logits = self._dense(sequence_output)
+        return dict(start_logits=logits[..., 0], end_logits=logits[..., 1])
+
+    def get_config(self):
+        return dict(super().get_config(), initializer_range=self.initializer_range)

@@ -11,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 from tqdm import tqdm
 
+from zoo import distribute
 from zoo.data.pipeline import trim_to_longest
 
 
@@ -20,24 +21,27 @@ def length_order(examples):
     return np.argsort(lengths, kind="stable")
 
 
-def predict_probabilities(core, packer, examples, batch_size, sort_by_length=True):
+def predict_probabilities(core, packer, examples, batch_size, sort_by_length=True,
+                          strategy=None):
     """Class probabilities `[len(examples), classes]` in the order of `examples`."""
+    strategy = strategy or tf.distribute.get_strategy()
     order = length_order(examples) if sort_by_length else np.arange(len(examples))
     ordered = [examples[i] for i in order]
     columns = [[e.text_a for e in ordered]]
     if ordered and ordered[0].text_b is not None:
         columns.append([e.text_b for e in ordered])
     ds = tf.data.Dataset.from_tensor_slices(tuple(columns)).batch(batch_size)
-    ds = ds.map(lambda *texts: trim_to_longest(packer(*texts)),
+    trim = not distribute.is_tpu(strategy)  # TPUs want one shape: keep max_seq_length
+    ds = ds.map(lambda *texts: trim_to_longest(packer(*texts)) if trim else packer(*texts),
                 num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
-    step = tf.function(lambda inputs: tf.nn.softmax(core(inputs, training=False), axis=-1),
-                       reduce_retracing=True)
     results = []
     with tqdm(total=len(examples), unit="ex", desc="predict", dynamic_ncols=True,
               mininterval=2) as bar:
-        for inputs in ds:
-            results.append(step(inputs).numpy())
-            bar.update(len(results[-1]))
+        for probabilities in distribute.map_batches(
+                strategy, lambda inputs: tf.nn.softmax(core(inputs, training=False), axis=-1),
+                ds, batch_size):
+            results.append(probabilities)
+            bar.update(len(probabilities))
     probabilities = np.concatenate(results) if results else np.zeros((0, 0), np.float32)
     restored = np.empty_like(probabilities)
     restored[order] = probabilities

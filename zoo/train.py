@@ -13,6 +13,8 @@ import tf_keras as keras
 from absl import logging
 from tqdm import tqdm
 
+from zoo import distribute
+
 NO_WEIGHT_DECAY = ("layer_norm", "LayerNorm", "bias")
 HISTORY_FILE = "history.json"
 
@@ -81,19 +83,26 @@ def _save_json(path, value):
 
 
 class Checkpoints:
-    """The model + optimizer checkpoint of a model dir; `restore()` returns the step reached."""
+    """The model + optimizer checkpoint of a model dir; `restore()` returns the step reached.
 
-    def __init__(self, model, optimizer, model_dir, max_to_keep=3):
+    Every worker restores from `model_dir`; a non-chief worker saves into its own `write_dir`
+    (all workers must take part in saving under multi-worker training).
+    """
+
+    def __init__(self, model, optimizer, model_dir, write_dir=None, max_to_keep=3):
         self.optimizer = optimizer
+        self.model_dir = model_dir
         self.checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
         self.manager = tf.train.CheckpointManager(
-            self.checkpoint, os.path.join(model_dir, "checkpoints"), max_to_keep=max_to_keep)
+            self.checkpoint, os.path.join(write_dir or model_dir, "checkpoints"),
+            max_to_keep=max_to_keep)
         self.saved_step = None
 
     def restore(self):
-        if self.manager.latest_checkpoint:
-            self.checkpoint.restore(self.manager.latest_checkpoint).expect_partial()
-            logging.info("Restored %s", self.manager.latest_checkpoint)
+        latest = tf.train.latest_checkpoint(os.path.join(self.model_dir, "checkpoints"))
+        if latest:
+            self.checkpoint.restore(latest).expect_partial()
+            logging.info("Restored %s", latest)
         self.saved_step = int(self.optimizer.iterations.numpy())
         return self.saved_step
 
@@ -115,34 +124,65 @@ def restore_model(model, model_dir):
     return latest
 
 
+def weights_fingerprint(model):
+    """A float summarising all weights: equal on workers that hold equal weights."""
+    return float(sum(tf.reduce_sum(tf.cast(w, tf.float64) * (i + 1))
+                     for i, w in enumerate(model.weights)))
+
+
 def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_size, model_dir,
-        checkpoint_every=0, on_epoch_end=None, summary_every=20, metrics=None):
+        checkpoint_every=0, on_epoch_end=None, summary_every=20, metrics=None, strategy=None,
+        steps_per_execution=1):
     """Trains `model`; resumes from the model dir's latest checkpoint. Returns timing results.
+
+    Create `model`, `optimizer` and `metrics` inside `strategy.scope()`.
 
     Args:
         loss_fn: (labels, model outputs) -> per-example losses.
-        dataset_fn: epoch -> dataset of (inputs, labels) batches of exactly `batch_size`.
+        dataset_fn: epoch -> dataset of (inputs, labels) batches of exactly `batch_size`, the
+            global batch: each replica gets its share, and the loss is averaged over the global
+            batch, so one replica and N replicas with the same global batch take the same step.
         on_epoch_end: optional (epoch, train_metrics) -> eval metrics dict, for the history.
         metrics: optional {name: tf_keras metric} updated with (labels, outputs) in training,
             reported per epoch as `train_<name>`.
+        strategy: a tf.distribute.Strategy (default: the current one).
+        steps_per_execution: training steps run inside one tf.function call.
     """
+    strategy = strategy or tf.distribute.get_strategy()
+    chief = distribute.is_chief(strategy)
+    write_dir = distribute.write_dir(model_dir, strategy)
     metrics = metrics or {}
-    checkpoints = Checkpoints(model, optimizer, model_dir)
+    checkpoints = Checkpoints(model, optimizer, model_dir, write_dir)
     start_step = checkpoints.restore()
     total_steps = steps_per_epoch * epochs
     history = load_history(model_dir)
-    writer = tf.summary.create_file_writer(os.path.join(model_dir, "train"))
+    writer = (tf.summary.create_file_writer(os.path.join(model_dir, "train")) if chief
+              else tf.summary.create_noop_writer())
 
-    @tf.function(reduce_retracing=True)  # batches may vary in length (dynamic padding)
-    def train_step(inputs, labels):
+    def step_fn(inputs, labels):
         with tf.GradientTape() as tape:
             outputs = model(inputs, training=True)
             loss = tf.nn.compute_average_loss(loss_fn(labels, outputs), global_batch_size=batch_size)
         grads = tape.gradient(loss, model.trainable_variables)
+        if strategy.num_replicas_in_sync > 1:
+            # Embedding gradients are sparse, and replicas all-gather sparse gradients: with
+            # batches of different lengths their shapes differ and the collective fails. Dense
+            # gradients all-reduce with the variable's own, fixed shape.
+            grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
+                     for g in grads]
         optimizer.apply_gradients(zip(grads, model.trainable_variables))
         for metric in metrics.values():
             metric.update_state(labels, outputs)
         return loss
+
+    @tf.function(reduce_retracing=True)  # batches may vary in length (dynamic padding)
+    def train_steps(iterator, num_steps):
+        total = tf.constant(0.0)
+        for _ in tf.range(num_steps):
+            inputs, labels = next(iterator)
+            losses = strategy.run(step_fn, args=(inputs, labels))
+            total += strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+        return total / tf.cast(num_steps, tf.float32)
 
     timing = dict(steps=0, seconds=0.0)
     for epoch in range(start_step // steps_per_epoch, epochs):
@@ -150,28 +190,33 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
         losses = []
         for metric in metrics.values():
             metric.reset_state()
+        iterator = iter(strategy.experimental_distribute_dataset(
+            dataset_fn(epoch).skip(done).take(steps_per_epoch - done)))
         bar = tqdm(total=steps_per_epoch * batch_size, initial=done * batch_size, unit="ex",
-                   desc=f"train epoch {epoch + 1}/{epochs}", dynamic_ncols=True, mininterval=2)
-        for inputs, labels in dataset_fn(epoch).skip(done).take(steps_per_epoch - done):
+                   desc=f"train epoch {epoch + 1}/{epochs}", dynamic_ncols=True, mininterval=2,
+                   disable=not chief)
+        while done < steps_per_epoch:
+            num_steps = min(steps_per_execution, steps_per_epoch - done)
             began = time.perf_counter()
-            loss = float(train_step(inputs, labels))
+            loss = float(train_steps(iterator, tf.constant(num_steps)))
             timing["seconds"] += time.perf_counter() - began
-            timing["steps"] += 1
-            losses.append(loss)
+            timing["steps"] += num_steps
+            done += num_steps
+            losses.append((loss, num_steps))
             step = int(optimizer.iterations.numpy())
-            bar.update(batch_size)
+            bar.update(batch_size * num_steps)
             bar.set_postfix(loss=f"{loss:.4f}", step=f"{step}/{total_steps}")
-            if step % summary_every == 0 or step == total_steps:
+            if step // summary_every != (step - num_steps) // summary_every or step == total_steps:
                 with writer.as_default(step=step):
                     tf.summary.scalar("loss", loss)
                     tf.summary.scalar("learning_rate", optimizer.learning_rate)
-            if checkpoint_every and step % checkpoint_every == 0:
+            if checkpoint_every and step // checkpoint_every != (step - num_steps) // checkpoint_every:
                 checkpoints.save()
         bar.close()
         checkpoints.save()
         record = dict(epoch=epoch + 1, step=int(optimizer.iterations.numpy()))
         if losses:
-            record["train_loss"] = sum(losses) / len(losses)
+            record["train_loss"] = sum(l * n for l, n in losses) / sum(n for _, n in losses)
             record.update({f"train_{name}": float(m.result()) for name, m in metrics.items()})
             with writer.as_default(step=record["step"]):
                 for name, metric in metrics.items():
@@ -180,9 +225,13 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
             record.update({f"eval_{k}": v for k, v in on_epoch_end(epoch, record).items()
                            if isinstance(v, float)})
         history = [h for h in history if h["epoch"] != epoch + 1] + [record]
-        _save_json(os.path.join(model_dir, HISTORY_FILE), history)
+        if chief:
+            _save_json(os.path.join(model_dir, HISTORY_FILE), history)
     writer.flush()
+    distribute.cleanup_write_dir(write_dir, strategy)
     timing["examples"] = timing["steps"] * batch_size
     timing["examples_per_second"] = (timing["examples"] / timing["seconds"]
                                      if timing["seconds"] else 0.0)
+    timing["weights_fingerprint"] = weights_fingerprint(model)
+    logging.info("weights fingerprint: %r", timing["weights_fingerprint"])
     return timing

@@ -132,7 +132,7 @@ def test_a_killed_run_resumes_from_its_checkpoint(data, tiny_hub, tmp_path):
     deadline = time.time() + 300
     checkpoint_dir = model_dir / "checkpoints"
     while time.time() < deadline and process.poll() is None:
-        if checkpoint_dir.exists() and any(p.name.endswith(".index") for p in checkpoint_dir.iterdir()):
+        if tf.train.latest_checkpoint(str(checkpoint_dir)):  # a complete, recorded checkpoint
             break
         time.sleep(0.05)
     assert process.poll() is None, "training ended before it could be interrupted"

@@ -1,0 +1,30 @@
+"""What every task's run needs besides its data (the tasks fill these from flags)."""
+import dataclasses
+from typing import Optional
+
+from zoo.hub import DEFAULT_MODEL
+
+
+@dataclasses.dataclass
+class RunSettings:
+    model_dir: str
+    encoder_handle: str = DEFAULT_MODEL
+    preprocessor_handle: Optional[str] = None
+    max_seq_length: int = 128
+    train_batch_size: int = 32  # global batch, over all replicas
+    eval_batch_size: int = 64
+    learning_rate: float = 5e-5
+    num_train_epochs: float = 3.0
+    warmup_proportion: float = 0.1
+    decay: str = "linear"
+    weight_decay: float = 0.01
+    dropout: float = 0.1
+    seed: int = 0
+    checkpoint_every: int = 0
+    strategy: str = "default"  # see zoo.distribute.STRATEGIES
+    tpu: Optional[str] = None
+    num_gpus: int = 0
+    devices: Optional[list] = None  # explicit devices for "mirrored" (e.g. logical CPUs)
+    steps_per_execution: int = 1
+    export_dir: Optional[str] = None
+    output_file: Optional[str] = None
