@@ -19,10 +19,7 @@ from zoo import distribute, export, hub, metrics, plots, predict, train
 from zoo.data.labels import LabelVocab, parse_label_map
 from zoo.data.pipeline import classification_dataset
 from zoo.models import TextPacker, classifier_core
-from zoo.settings import RunSettings
-
-MODES = ("train", "eval", "train_and_eval", "predict", "export")
-
+from zoo.settings import RunSettings, start_run
 
 @dataclasses.dataclass
 class Settings(RunSettings):
@@ -181,10 +178,7 @@ def restored(settings, strategy=None):
 
 def run(mode, settings: Settings, read_split):
     """Runs one mode; returns what it produced (eval results, prediction count, export dir)."""
-    if mode not in MODES:
-        raise ValueError(f"--mode must be one of {MODES}, not {mode!r}")
-    os.makedirs(settings.model_dir, exist_ok=True)
-    strategy = distribute.strategy_for(settings)  # first: multi-worker needs it before other TF work
+    strategy = start_run(mode, settings)
     if mode in ("train", "train_and_eval"):
         _train(settings, read_split, mode == "train_and_eval", strategy)
         return None

@@ -40,7 +40,7 @@ def plot_confusion(matrix, names, path):
     size = max(5.0, min(0.28 * n + 2, 26.0))
     fig, ax = plt.subplots(figsize=(size, size))
     image = ax.imshow(matrix, cmap="Blues")
-    fontsize = 10 if n <= 10 else max(5, 11 - n // 10)
+    fontsize = 10 if n <= 10 else 8 if n <= 40 else 7  # ~0.28 inch per class leaves room for 7 pt
     ax.set_xticks(range(n), names, rotation=90, fontsize=fontsize)
     ax.set_yticks(range(n), names, fontsize=fontsize)
     ax.set(xlabel="predicted", ylabel="true", title="confusion matrix")

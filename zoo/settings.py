@@ -1,8 +1,12 @@
 """What every task's run needs besides its data (the tasks fill these from flags)."""
 import dataclasses
+import os
 from typing import Optional
 
+from zoo import distribute
 from zoo.hub import DEFAULT_MODEL
+
+MODES = ("train", "eval", "train_and_eval", "predict", "export")
 
 
 @dataclasses.dataclass
@@ -28,3 +32,14 @@ class RunSettings:
     steps_per_execution: int = 1
     export_dir: Optional[str] = None
     output_file: Optional[str] = None
+
+
+def start_run(mode, settings: RunSettings):
+    """Checks the mode, makes the model dir and returns the run's strategy.
+
+    The strategy comes first: multi-worker training needs it before any other TF work.
+    """
+    if mode not in MODES:
+        raise ValueError(f"--mode must be one of {MODES}, not {mode!r}")
+    os.makedirs(settings.model_dir, exist_ok=True)
+    return distribute.strategy_for(settings)

@@ -19,10 +19,7 @@ from zoo import distribute, export, hub, spans, squad_eval, train
 from zoo.data import squad as squad_data
 from zoo.heads import SpanHead
 from zoo.models import encoder_inputs
-from zoo.settings import RunSettings
-
-MODES = ("train", "eval", "train_and_eval", "predict", "export")
-
+from zoo.settings import RunSettings, start_run
 
 @dataclasses.dataclass
 class Settings(RunSettings):
@@ -177,10 +174,7 @@ def _train(settings, read_split, evaluate_each_epoch, strategy):
 
 def run(mode, settings: Settings, read_split):
     """Runs one mode. `read_split(split)` returns SquadExamples of 'train', 'eval', 'predict'."""
-    if mode not in MODES:
-        raise ValueError(f"--mode must be one of {MODES}, not {mode!r}")
-    os.makedirs(settings.model_dir, exist_ok=True)
-    strategy = distribute.strategy_for(settings)  # first: multi-worker needs it before other TF work
+    strategy = start_run(mode, settings)
     if mode in ("train", "train_and_eval"):
         return _train(settings, read_split, mode == "train_and_eval", strategy)
     reader = Reader(settings, strategy)
