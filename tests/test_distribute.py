@@ -135,42 +135,68 @@ def _free_ports(n):
     return ports
 
 
-def test_two_workers_on_localhost_train_identically_and_only_the_chief_writes(
-        dropout_free_hub, tmp_path, tiny_hub):
-    encoder, preprocessor = dropout_free_hub
-    data = tmp_path / "train.csv"
-    data.write_text("text,label\n" + "".join(
-        f"{'great fun' if i % 2 else 'dull and long'} {i},{i % 2}\n" for i in range(48)))
-    cluster = {"worker": [f"127.0.0.1:{p}" for p in _free_ports(2)]}
-    processes, outputs = [], []
+def _start_workers(tmp_path, tag, model_dirs, extra, cluster=None):
+    """Starts two multi-worker processes on 127.0.0.1; returns (processes, log files)."""
+    cluster = cluster or {"worker": [f"127.0.0.1:{p}" for p in _free_ports(2)]}
+    processes, logs = [], []
     for index in (0, 1):
         env = dict(os.environ, TF_CONFIG=json.dumps({"cluster": cluster,
                                                       "task": {"type": "worker", "index": index}}),
-                   TMPDIR=str(tmp_path / f"tmp{index}"))
-        os.makedirs(env["TMPDIR"])
-        log = open(tmp_path / f"worker{index}.log", "w+")
-        outputs.append(log)
+                   TMPDIR=str(tmp_path / f"{tag}tmp{index}"))
+        os.makedirs(env["TMPDIR"], exist_ok=True)
+        log = open(tmp_path / f"{tag}worker{index}.log", "w+")
+        logs.append(log)
         processes.append(subprocess.Popen(
             [sys.executable, "-m", "tasks.classify.train", "--strategy=multi_worker_mirrored",
-             f"--model_dir={tmp_path / f'model{index}'}", f"--encoder_handle={encoder}",
-             f"--preprocessor_handle={preprocessor}", f"--train_file={data}", "--mode=train",
-             "--num_train_epochs=2", "--train_batch_size=8", "--max_seq_length=16",
-             "--checkpoint_every=4", f"--export_dir={tmp_path / f'export{index}'}"],
+             f"--model_dir={model_dirs[index]}", *extra],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT))
+    return processes, logs
+
+
+def _wait(processes, seconds):
+    """Waits for the processes; kills any still running after `seconds` (none is left behind)."""
     try:
-        deadline = time.time() + 600
+        deadline = time.time() + seconds
         while time.time() < deadline and any(p.poll() is None for p in processes):
             time.sleep(0.5)
-        assert all(p.poll() is not None for p in processes), "workers did not finish in time"
+        return all(p.poll() is not None for p in processes)
     finally:
-        for p in processes:  # never leave a worker behind
+        for p in processes:
             if p.poll() is None:
                 p.kill()
                 p.wait(timeout=30)
-    logs = []
-    for log in outputs:
+
+
+def _read(logs):
+    texts = []
+    for log in logs:
         log.seek(0)
-        logs.append(log.read())
+        texts.append(log.read())
+    return texts
+
+
+@pytest.fixture(scope="module")
+def worker_data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("workers")
+    for name, n in (("train.csv", 48), ("dev.csv", 14)):
+        (root / name).write_text("text,label\n" + "".join(
+            f"{'great fun' if i % 2 else 'dull and long'} {i},{i % 2}\n" for i in range(n)))
+    return root
+
+
+def test_two_workers_on_localhost_train_identically_and_only_the_chief_writes(
+        dropout_free_hub, tmp_path, worker_data):
+    encoder, preprocessor = dropout_free_hub
+    common = [f"--encoder_handle={encoder}", f"--preprocessor_handle={preprocessor}",
+              f"--train_file={worker_data / 'train.csv'}", "--max_seq_length=16"]
+    extra = common + ["--mode=train_and_eval", f"--eval_file={worker_data / 'dev.csv'}",
+                      "--num_train_epochs=2", "--train_batch_size=8", "--checkpoint_every=4",
+                      "--eval_batch_size=6"]
+    processes, log_files = _start_workers(
+        tmp_path, "", [tmp_path / "model0", tmp_path / "model1"],
+        extra + [f"--export_dir={tmp_path / 'export'}"])
+    assert _wait(processes, 600), "workers did not finish in time"
+    logs = _read(log_files)
     assert [p.returncode for p in processes] == [0, 0], logs[1][-3000:] + logs[0][-3000:]
     fingerprints = [json.loads(next(line[len("train: "):] for line in log.splitlines()
                                     if line.startswith("train: ")))["weights_fingerprint"]
@@ -178,9 +204,48 @@ def test_two_workers_on_localhost_train_identically_and_only_the_chief_writes(
     assert fingerprints[0] == pytest.approx(fingerprints[1], rel=1e-9)
     assert "replicas: 2" in logs[0] and "replicas: 2" in logs[1]
     chief = set(os.listdir(tmp_path / "model0"))
-    assert {"checkpoints", "labels.json", "flags.txt", "history.json",
+    assert {"checkpoints", "labels.json", "flags.txt", "history.json", "eval_results.json",
             "train_results.json"} <= chief
     assert os.listdir(tmp_path / "model1") == []  # the worker wrote nothing of its own
-    assert os.path.exists(tmp_path / "export0" / "saved_model.pb")
-    assert not os.path.exists(tmp_path / "export1")
+    assert os.path.exists(tmp_path / "export" / "saved_model.pb")  # written once, by the chief
     assert os.listdir(tmp_path / "tmp1") == []  # its temporary checkpoints were removed
+    # The evaluation written under two workers equals a one-process evaluation of those weights.
+    distributed = json.load(open(tmp_path / "model0" / "eval_results.json"))
+    single = subprocess.run(
+        [sys.executable, "-m", "tasks.classify.train", f"--model_dir={tmp_path / 'model0'}",
+         "--mode=eval", *common, f"--eval_file={worker_data / 'dev.csv'}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env={k: v for k, v in os.environ.items() if k != "TF_CONFIG"})
+    assert single.returncode == 0, single.stderr[-3000:]
+    again = json.load(open(tmp_path / "model0" / "eval_results.json"))
+    assert again["accuracy"] == distributed["accuracy"]
+    assert again["loss"] == pytest.approx(distributed["loss"], abs=1e-5)
+
+
+def test_a_killed_worker_run_resumes_from_the_chiefs_checkpoint(dropout_free_hub, tmp_path,
+                                                                worker_data):
+    encoder, preprocessor = dropout_free_hub
+    model_dir = tmp_path / "shared_model"
+    extra = [f"--encoder_handle={encoder}", f"--preprocessor_handle={preprocessor}",
+             f"--train_file={worker_data / 'train.csv'}", "--max_seq_length=16", "--mode=train",
+             "--num_train_epochs=40", "--train_batch_size=8", "--checkpoint_every=3"]
+    processes, _ = _start_workers(tmp_path, "a", [model_dir, model_dir], extra)
+    checkpoints = str(model_dir / "checkpoints")
+    try:
+        deadline = time.time() + 300
+        while time.time() < deadline and not tf.train.latest_checkpoint(checkpoints):
+            assert all(p.poll() is None for p in processes), "a worker ended early"
+            time.sleep(0.2)
+        processes[1].kill()  # worker 1 dies; the chief cannot go on without it
+    finally:
+        _wait(processes, 5)
+    done_before = int(tf.train.latest_checkpoint(checkpoints).rsplit("-", 1)[1])
+    total = 48 // 8 * 40
+    assert 0 < done_before < total
+    processes, log_files = _start_workers(tmp_path, "b", [model_dir, model_dir], extra)
+    assert _wait(processes, 600), "restarted workers did not finish in time"
+    logs = _read(log_files)
+    assert [p.returncode for p in processes] == [0, 0], logs[1][-3000:] + logs[0][-3000:]
+    timing = json.load(open(model_dir / "train_results.json"))
+    assert timing["steps"] == total - done_before  # resumed, not started over
+    assert tf.train.latest_checkpoint(checkpoints).endswith(f"-{total}")
