@@ -105,3 +105,11 @@ def test_summaries_and_restore_model(tmp_path):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
     with pytest.raises(FileNotFoundError, match="no checkpoint"):
         train.restore_model(fresh, str(tmp_path / "nothing"))
+
+
+def test_plan_epochs_needs_at_least_one_batch():
+    from zoo.settings import RunSettings  # pylint: disable=import-outside-toplevel
+    settings = RunSettings(model_dir="unused", train_batch_size=8, num_train_epochs=2.6)
+    assert train.plan_epochs(100, settings) == (12, 3)
+    with pytest.raises(ValueError, match="7 training windows is less than one batch of 8"):
+        train.plan_epochs(7, settings, "windows")

@@ -124,15 +124,9 @@ def _train(settings, read_split, evaluate_each_epoch, strategy):
         labels.id(example)  # unknown eval labels fail now, not after an epoch of training
     clf = Classifier(settings, labels, strategy)
     batch = settings.train_batch_size
-    steps_per_epoch = len(train_examples) // batch
-    if steps_per_epoch == 0:
-        raise ValueError(f"{len(train_examples)} training examples is less than one batch of {batch}")
-    epochs = max(1, round(settings.num_train_epochs))
-    total = steps_per_epoch * epochs
+    steps_per_epoch, epochs = train.plan_epochs(len(train_examples), settings)
     with clf.strategy.scope():
-        optimizer = train.create_optimizer(
-            settings.learning_rate, total, int(total * settings.warmup_proportion),
-            settings.decay, settings.weight_decay)
+        optimizer = train.optimizer_for(settings, steps_per_epoch * epochs)
         train_metrics = {"accuracy": keras.metrics.SparseCategoricalAccuracy()}
 
     def dataset_fn(epoch):

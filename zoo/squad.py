@@ -138,15 +138,9 @@ def _train(settings, read_split, evaluate_each_epoch, strategy):
     reader = Reader(settings, strategy)
     windows = reader.windows(examples, training=True)
     batch = settings.train_batch_size
-    steps_per_epoch = len(windows) // batch
-    if steps_per_epoch == 0:
-        raise ValueError(f"{len(windows)} training windows is less than one batch of {batch}")
-    epochs = max(1, round(settings.num_train_epochs))
-    total = steps_per_epoch * epochs
+    steps_per_epoch, epochs = train.plan_epochs(len(windows), settings, "windows")
     with strategy.scope():
-        optimizer = train.create_optimizer(
-            settings.learning_rate, total, int(total * settings.warmup_proportion),
-            settings.decay, settings.weight_decay)
+        optimizer = train.optimizer_for(settings, steps_per_epoch * epochs)
 
     def on_epoch_end(epoch, record):
         if not eval_examples:

@@ -67,6 +67,21 @@ def create_optimizer(learning_rate, total_steps, warmup_steps, decay="linear", w
     return optimizer
 
 
+def plan_epochs(num_examples, settings, unit="examples"):
+    """(steps per epoch, epochs) for `num_examples` at the settings' global batch size."""
+    batch = settings.train_batch_size
+    if num_examples < batch:
+        raise ValueError(f"{num_examples} training {unit} is less than one batch of {batch}")
+    return num_examples // batch, max(1, round(settings.num_train_epochs))
+
+
+def optimizer_for(settings, total_steps):
+    """`create_optimizer` with a run's learning rate, warmup, decay and weight decay."""
+    return create_optimizer(settings.learning_rate, total_steps,
+                            int(total_steps * settings.warmup_proportion), settings.decay,
+                            settings.weight_decay)
+
+
 def load_history(model_dir):
     path = os.path.join(model_dir, HISTORY_FILE)
     if not os.path.exists(path):
