@@ -18,6 +18,7 @@ from tqdm import tqdm
 from zoo import distribute, export, hub, metrics, plots, predict, train
 from zoo.data.labels import LabelVocab, parse_label_map
 from zoo.data.pipeline import classification_dataset
+from zoo.files import save_json
 from zoo.models import TextPacker, classifier_core
 from zoo.settings import RunSettings, start_run
 
@@ -28,11 +29,6 @@ class Settings(RunSettings):
     pair: bool = False  # two texts per example (text_a, text_b)
     padding: str = "dynamic"  # "dynamic": batches cut to their longest row; "fixed": max_seq_length
     label_map: str = ""
-
-
-def _save_json(model_dir, name, value):
-    with open(os.path.join(model_dir, name), "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=2)
 
 
 class Classifier:
@@ -84,15 +80,13 @@ class Classifier:
         if not self.chief:  # every worker evaluates (same results); the chief writes them
             return results
         model_dir = self.settings.model_dir
-        _save_json(model_dir, "eval_results.json", results)
+        save_json(os.path.join(model_dir, "eval_results.json"), results)
         plots.plot_confusion(results["confusion_matrix"], self.labels.names,
                              os.path.join(model_dir, "confusion_matrix.png"))
         summary = {k: v for k, v in results.items() if isinstance(v, float)}
         if step is not None:
             results["step"] = step
-            with tf.summary.create_file_writer(os.path.join(model_dir, "eval")).as_default(step):
-                for name, value in summary.items():
-                    tf.summary.scalar(name, value)
+            train.write_eval_summaries(model_dir, step, summary)
         logging.info("eval: %s", summary)
         print("eval:", json.dumps(summary))
         return results
@@ -153,7 +147,7 @@ def _train(settings, read_split, evaluate_each_epoch, strategy):
     print("train:", json.dumps(timing))
     if not clf.chief:
         return clf
-    _save_json(settings.model_dir, "train_results.json", timing)
+    save_json(os.path.join(settings.model_dir, "train_results.json"), timing)
     history = train.load_history(settings.model_dir)
     if history:
         plots.plot_history(history, os.path.join(settings.model_dir, "training_curves.png"))

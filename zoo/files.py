@@ -1,8 +1,17 @@
 """File-system helpers."""
 import contextlib
+import json
 import os
 import shutil
 import tempfile
+
+
+def save_json(path, value):
+    """Writes `value` as indented JSON; readers never see a half-written file."""
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(value, f, indent=2, ensure_ascii=False)
+    os.replace(tmp, path)
 
 
 @contextlib.contextmanager

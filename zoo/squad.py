@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from zoo import distribute, export, hub, spans, squad_eval, train
 from zoo.data import squad as squad_data
+from zoo.files import save_json
 from zoo.heads import SpanHead
 from zoo.models import encoder_inputs
 from zoo.settings import RunSettings, start_run
@@ -109,13 +110,10 @@ class Reader:
         if step is not None:
             results["step"] = step
         if self.chief:
-            _save_json(os.path.join(self.settings.model_dir, "eval_results.json"), results)
+            save_json(os.path.join(self.settings.model_dir, "eval_results.json"), results)
             if step is not None:
-                writer = tf.summary.create_file_writer(
-                    os.path.join(self.settings.model_dir, "eval"))
-                with writer.as_default(step):
-                    for name in ("exact_match", "f1"):
-                        tf.summary.scalar(name, results[name])
+                train.write_eval_summaries(self.settings.model_dir, step,
+                                           {k: results[k] for k in ("exact_match", "f1")})
         logging.info("eval: %s", results)
         print("eval:", json.dumps(results))
         return results
@@ -125,11 +123,6 @@ class Reader:
         return export.export_span_model(s.export_dir, self.core, self.preprocessor,
                                         s.max_seq_length, s.doc_stride, s.max_query_length,
                                         s.max_answer_length)
-
-
-def _save_json(path, value):
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=2, ensure_ascii=False)
 
 
 def _train(settings, read_split, evaluate_each_epoch, strategy):
@@ -161,7 +154,7 @@ def _train(settings, read_split, evaluate_each_epoch, strategy):
                   strategy=type(strategy).__name__, replicas=strategy.num_replicas_in_sync)
     print("train:", json.dumps(timing))
     if reader.chief:
-        _save_json(os.path.join(settings.model_dir, "train_results.json"), timing)
+        save_json(os.path.join(settings.model_dir, "train_results.json"), timing)
         if settings.export_dir:
             print("exported to", reader.export())
 
@@ -182,8 +175,8 @@ def run(mode, settings: Settings, read_split):
         predictions, nbest = reader.answers(examples)
         path = settings.output_file or os.path.join(settings.model_dir, "predictions.json")
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        _save_json(path, predictions)
-        _save_json(os.path.join(os.path.dirname(os.path.abspath(path)),
+        save_json(path, predictions)
+        save_json(os.path.join(os.path.dirname(os.path.abspath(path)),
                                 "nbest_predictions.json"), nbest)
         print(f"wrote {len(predictions)} answers to {path}")
         return len(predictions)

@@ -14,6 +14,7 @@ from absl import logging
 from tqdm import tqdm
 
 from zoo import distribute
+from zoo.files import save_json
 
 NO_WEIGHT_DECAY = ("layer_norm", "LayerNorm", "bias")
 HISTORY_FILE = "history.json"
@@ -82,19 +83,19 @@ def optimizer_for(settings, total_steps):
                             settings.weight_decay)
 
 
+def write_eval_summaries(model_dir, step, scalars):
+    """TensorBoard scalars of an evaluation at training `step`, in MODEL_DIR/eval."""
+    with tf.summary.create_file_writer(os.path.join(model_dir, "eval")).as_default(step):
+        for name, value in scalars.items():
+            tf.summary.scalar(name, value)
+
+
 def load_history(model_dir):
     path = os.path.join(model_dir, HISTORY_FILE)
     if not os.path.exists(path):
         return []
     with open(path, encoding="utf-8") as f:
         return json.load(f)
-
-
-def _save_json(path, value):
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=2)
-    os.replace(tmp, path)
 
 
 class Checkpoints:
@@ -241,7 +242,7 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
                            if isinstance(v, float)})
         history = [h for h in history if h["epoch"] != epoch + 1] + [record]
         if chief:
-            _save_json(os.path.join(model_dir, HISTORY_FILE), history)
+            save_json(os.path.join(model_dir, HISTORY_FILE), history)
     writer.flush()
     distribute.cleanup_write_dir(write_dir, strategy)
     timing["examples"] = timing["steps"] * batch_size
