@@ -122,7 +122,7 @@ class Reader:
         s = self.settings
         return export.export_span_model(s.export_dir, self.core, self.preprocessor,
                                         s.max_seq_length, s.doc_stride, s.max_query_length,
-                                        s.max_answer_length)
+                                        s.max_answer_length, s.n_best_size)
 
 
 def _train(settings, read_split, evaluate_each_epoch, strategy):
