@@ -8,6 +8,7 @@ import json
 import os
 
 from zoo.data.text_files import DataError
+from zoo.files import save_json
 
 LABELS_FILE = "labels.json"
 
@@ -75,10 +76,10 @@ class LabelVocab:
                             f"(known: {self.raw_labels})") from None
 
     def save(self, model_dir):
+        # Atomic: under multi-worker training other workers may read it while the chief writes.
         os.makedirs(model_dir, exist_ok=True)
-        with open(os.path.join(model_dir, LABELS_FILE), "w", encoding="utf-8") as f:
-            json.dump(dict(raw_labels=self.raw_labels, label_map=self.label_map,
-                           names=self.names), f, indent=2)
+        save_json(os.path.join(model_dir, LABELS_FILE), dict(
+            raw_labels=self.raw_labels, label_map=self.label_map, names=self.names))
 
     @classmethod
     def load(cls, model_dir):
