@@ -8,10 +8,12 @@ import sys
 from absl import flags
 
 flags.DEFINE_enum("mode", "train_and_eval",
-                  ["train", "eval", "train_and_eval", "predict", "export"],
+                  ["train", "eval", "train_and_eval", "predict", "export", "check_data"],
                   "train: fine-tune (and export if --export_dir); eval: evaluate the latest "
                   "checkpoint; train_and_eval: evaluate after every epoch; predict: write "
-                  "--output_file for --predict_file; export: write a TF Serving SavedModel.")
+                  "--output_file for --predict_file; export: write a TF Serving SavedModel; "
+                  "check_data: report rows, labels (per shard too), bad rows, duplicates and "
+                  "token lengths of every split given, to MODEL_DIR/data_check_<split>.json.")
 flags.DEFINE_string("model_dir", None, "Checkpoints, labels, results, summaries and plots go "
                     "here. Rerunning with the same dir resumes from its latest checkpoint.")
 flags.DEFINE_string("encoder_handle", "minilm_l6_h384_uncased",
@@ -26,6 +28,8 @@ flags.DEFINE_integer("train_batch_size", 32, "Training batch size (global, over 
 flags.DEFINE_integer("eval_batch_size", 64, "Batch size of evaluation and prediction.")
 flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate of AdamW (after warmup).")
 flags.DEFINE_float("num_train_epochs", 3, "Training epochs.")
+flags.DEFINE_integer("max_train_steps", 0, "Stop training after this many steps (0: no limit; "
+                     "less than an epoch makes one short epoch, more is rounded down to epochs).")
 flags.DEFINE_float("warmup_proportion", 0.1, "Fraction of training steps of linear warmup.")
 flags.DEFINE_enum("decay", "linear", ["linear", "exponential"],
                   "Learning-rate decay after warmup: linear to 0, or exponential to 1% of peak.")
@@ -43,12 +47,23 @@ flags.DEFINE_string("tpu", None, "TPU name or grpc:// address; 'local' on a TPU 
 flags.DEFINE_integer("num_gpus", 0, "GPUs for --strategy=mirrored (0: all visible).")
 flags.DEFINE_integer("steps_per_execution", 1,
                      "Training steps per tf.function call (raise on TPU to cut host round trips).")
-flags.DEFINE_string("train_file", None, "Training data file.")
-flags.DEFINE_string("eval_file", None, "Evaluation data file.")
-flags.DEFINE_string("predict_file", None, "File to predict on.")
+flags.DEFINE_string("train_file", None, "Training data: a file, a glob of shards "
+                    "(data/train-*.csv) or comma-separated files/globs.")
+flags.DEFINE_string("eval_file", None, "Evaluation data (file, glob or comma-separated list).")
+flags.DEFINE_string("predict_file", None, "Data to predict on (file, glob or list).")
 flags.DEFINE_string("output_file", None, "Predictions file (.csv or .jsonl) for --mode=predict.")
 flags.DEFINE_string("export_dir", None, "Where to write the TF Serving SavedModel (export, and "
                     "the end of training). For TF Serving use a numbered dir, e.g. .../model/1.")
+flags.DEFINE_enum("bad_rows", "error", ["error", "skip"],
+                  "A bad row (malformed, wrong column count, missing column, empty text, unknown "
+                  "label, invalid UTF-8...): 'error' stops with file, line and problem; 'skip' "
+                  "goes on, writes each rejected row and its reason to "
+                  "MODEL_DIR/rejected_rows_<split>.jsonl, and in predict gives it an output row "
+                  "with an 'error' field. --mode=check_data always reports every bad row.")
+flags.DEFINE_bool("dedupe", False, "Drop training rows whose text repeats an earlier row's.")
+flags.DEFINE_integer("shuffle_buffer", 100_000,
+                     "Rows in the training shuffle buffer (shards are read as streams, "
+                     "interleaved, and shuffled through this buffer).")
 flags.mark_flag_as_required("model_dir")
 FLAGS = flags.FLAGS
 
@@ -86,7 +101,9 @@ def split_file(split):
         return explicit
     if FLAGS.data_dir:
         return os.path.join(FLAGS.data_dir, GLUE_FILES[split])
-    raise ValueError(f"no {split} data: pass --{split}_file or --data_dir")
+    from zoo.data.sources import MissingSplit  # pylint: disable=import-outside-toplevel
+
+    raise MissingSplit(f"no {split} data: pass --{split}_file or --data_dir")
 
 
 def settings_kwargs():
@@ -96,6 +113,7 @@ def settings_kwargs():
         preprocessor_handle=FLAGS.preprocessor_handle, max_seq_length=FLAGS.max_seq_length,
         train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
         learning_rate=FLAGS.learning_rate, num_train_epochs=FLAGS.num_train_epochs,
+        max_train_steps=FLAGS.max_train_steps,
         warmup_proportion=FLAGS.warmup_proportion, decay=FLAGS.decay,
         weight_decay=FLAGS.weight_decay, seed=FLAGS.seed,
         checkpoint_every=FLAGS.checkpoint_every, strategy=FLAGS.strategy, tpu=FLAGS.tpu,
@@ -117,10 +135,18 @@ def run_task(run, settings, read_split):
         raise SystemExit(f"error: {e}") from None
 
 
+def file_source(split, columns):
+    """The streamed source of a split's file(s); labels are required except for predict."""
+    from zoo.data.sources import FileSource  # pylint: disable=import-outside-toplevel
+
+    return FileSource(split_file(split), columns, require_label=split != "predict")
+
+
 def run_classification(read_split, pair, label_map=""):
-    """Runs zoo.classification with the common flags."""
+    """Runs zoo.classification with the common flags; `read_split(split)` returns a source."""
     from zoo import classification  # pylint: disable=import-outside-toplevel
 
     settings = classification.Settings(**settings_kwargs(), pair=pair, padding=FLAGS.padding,
-                                       label_map=label_map)
+                                       label_map=label_map, bad_rows=FLAGS.bad_rows,
+                                       dedupe=FLAGS.dedupe, shuffle_buffer=FLAGS.shuffle_buffer)
     return run_task(classification.run, settings, read_split)

@@ -68,6 +68,7 @@ import tensorflow as tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 from zoo import classification
+from zoo.data.sources import ListSource
 from zoo.data.text_files import Example
 
 encoder, preprocessor, out = sys.argv[1:4]
@@ -81,7 +82,7 @@ for name, devices in (("one", None), ("mirrored", ["/cpu:0", "/cpu:1"])):
         strategy="default" if devices is None else "mirrored", devices=devices, dropout=0.0,
         max_seq_length=16, train_batch_size=8, eval_batch_size=6, num_train_epochs=1,
         learning_rate=1e-3, warmup_proportion=0.0, steps_per_execution=2)
-    split = lambda s: examples if s != "predict" else examples[:13]
+    split = lambda s: ListSource(examples if s != "predict" else examples[:13])
     classification.run("train_and_eval", settings, split)
     settings.output_file = f"{out}/{name}.jsonl"
     classification.run("predict", settings, split)

@@ -113,3 +113,14 @@ def test_plan_epochs_needs_at_least_one_batch():
     assert train.plan_epochs(100, settings) == (12, 3)
     with pytest.raises(ValueError, match="7 training windows is less than one batch of 8"):
         train.plan_epochs(7, settings, "windows")
+
+
+def test_max_train_steps_caps_training():
+    from zoo.settings import RunSettings  # pylint: disable=import-outside-toplevel
+    settings = RunSettings(model_dir="unused", train_batch_size=8, num_train_epochs=3,
+                           max_train_steps=5)
+    assert train.plan_epochs(100, settings) == (5, 1)  # one short epoch
+    settings.max_train_steps = 30
+    assert train.plan_epochs(100, settings) == (12, 2)  # whole epochs, rounded down
+    settings.max_train_steps = 1000
+    assert train.plan_epochs(100, settings) == (12, 3)  # the epochs come first

@@ -1,9 +1,11 @@
 """Text classification end to end: train, eval, train_and_eval, predict, export (plain arguments).
 
 `tasks/*/train.py` read flags and call `run(mode, settings, read_split)`, where `read_split(split)`
-returns the `Example`s of 'train', 'eval' or 'predict'. Everything a run produces goes to the
-model dir: checkpoints, `labels.json`, `history.json`, `eval_results.json`, `train_results.json`,
-TensorBoard summaries and PNG plots.
+returns the source (`zoo.data.sources`) of 'train', 'eval' or 'predict', or raises `MissingSplit`.
+Data is streamed, never loaded whole. Training and evaluation start with a data check of their
+splits (`zoo.data.check`). Everything a run produces goes to the model dir: checkpoints,
+`labels.json`, `data_check_<split>.json`, `rejected_rows_<split>.jsonl`, `history.json`,
+`eval_results.json`, `train_results.json`, TensorBoard summaries and PNG plots.
 """
 import dataclasses
 import json
@@ -16,8 +18,10 @@ from absl import logging
 from tqdm import tqdm
 
 from zoo import distribute, export, hub, metrics, plots, predict, train
+from zoo.data import check
 from zoo.data.labels import LabelVocab, parse_label_map
-from zoo.data.pipeline import classification_dataset
+from zoo.data.pipeline import DEFAULT_SHUFFLE_BUFFER, classification_dataset
+from zoo.data.sources import MissingSplit
 from zoo.files import save_json
 from zoo.models import TextPacker, classifier_core
 from zoo.settings import RunSettings, start_run
@@ -29,12 +33,15 @@ class Settings(RunSettings):
     pair: bool = False  # two texts per example (text_a, text_b)
     padding: str = "dynamic"  # "dynamic": batches cut to their longest row; "fixed": max_seq_length
     label_map: str = ""
+    bad_rows: str = "error"  # "error": stop at the first bad row; "skip": set it aside
+    dedupe: bool = False  # drop training rows whose text repeats an earlier one
+    shuffle_buffer: int = DEFAULT_SHUFFLE_BUFFER  # rows
 
 
 class Classifier:
     """The packer, core model and labels of one model dir, under a distribution strategy."""
 
-    def __init__(self, settings: Settings, labels: LabelVocab, strategy=None):
+    def __init__(self, settings: Settings, labels: LabelVocab, strategy=None, packer=None):
         self.settings = settings
         self.labels = labels
         if settings.padding not in ("dynamic", "fixed"):
@@ -44,19 +51,18 @@ class Classifier:
         on_tpu = distribute.is_tpu(self.strategy)
         # TPUs compile one program per shape: keep every batch at max_seq_length.
         self.dynamic_padding = settings.padding == "dynamic" and not on_tpu
-        encoder, preprocessor = hub.resolve_handles(settings.encoder_handle,
-                                                    settings.preprocessor_handle)
-        self.packer = TextPacker(preprocessor, settings.max_seq_length, on_tpu=on_tpu)
+        encoder, _ = hub.resolve_handles(settings.encoder_handle, settings.preprocessor_handle)
+        self.packer = packer or make_packer(settings, self.strategy)
         keras.utils.set_random_seed(settings.seed)
         with self.strategy.scope():
             self.core = classifier_core(encoder, len(labels), settings.dropout, on_tpu=on_tpu)
 
-    def logits_and_labels(self, examples):
+    def logits_and_labels(self, source, rows=None):
         batch_size = self.settings.eval_batch_size
-        ds = classification_dataset(examples, self.packer, batch_size, labels=self.labels,
+        ds = classification_dataset(source, self.packer, batch_size, labels=self.labels,
                                     dynamic_padding=self.dynamic_padding)
         logits, label_ids = [], []
-        with tqdm(total=len(examples), unit="ex", desc="eval", dynamic_ncols=True,
+        with tqdm(total=rows, unit="ex", desc="eval", dynamic_ncols=True,
                   mininterval=2, disable=not self.chief) as bar:
             for batch_logits, batch_labels in distribute.map_batches(
                     self.strategy, lambda b: (self.core(b[0], training=False), b[1]), ds,
@@ -66,15 +72,18 @@ class Classifier:
                 bar.update(len(batch_labels))
         return tf.concat(logits, 0), tf.concat(label_ids, 0)
 
-    def evaluate(self, examples, epoch=None, step=None):
-        """Metrics on `examples`: eval_results.json, a confusion-matrix plot, and (with the
+    def evaluate(self, source, epoch=None, step=None, data_check=None):
+        """Metrics on a source: eval_results.json, a confusion-matrix plot, and (with the
         training `step` they belong to) TensorBoard scalars in MODEL_DIR/eval."""
-        logits, label_ids = self.logits_and_labels(examples)
+        data_check = data_check or check_splits(self.settings, {"eval": source}, self.packer,
+                                                self.labels, self.chief)["eval"]
+        logits, label_ids = self.logits_and_labels(source, data_check.kept)
         loss = float(tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
             label_ids, logits, from_logits=True)))
         results = metrics.classification_metrics(
             label_ids.numpy(), tf.nn.softmax(logits).numpy(), len(self.labels))
-        results = dict(loss=loss, **results, label_names=self.labels.names)
+        results = dict(loss=loss, **results, label_names=self.labels.names,
+                       examples=int(len(label_ids)), skipped_bad_rows=data_check.report["bad_rows"])
         if epoch is not None:
             results["epoch"] = epoch
         if not self.chief:  # every worker evaluates (same results); the chief writes them
@@ -96,9 +105,43 @@ class Classifier:
                                         self.labels.names, self.settings.pair)
 
 
-def _labels_for_training(settings, train_examples, chief):
-    label_map = parse_label_map(settings.label_map)
-    labels = LabelVocab.from_examples(train_examples, label_map)
+def make_packer(settings, strategy):
+    _, preprocessor = hub.resolve_handles(settings.encoder_handle, settings.preprocessor_handle)
+    return TextPacker(preprocessor, settings.max_seq_length, on_tpu=distribute.is_tpu(strategy))
+
+
+def check_splits(settings, sources, packer, labels=None, chief=True, label_map=None,
+                 bad_rows=None):
+    """Data checks of {split: source} (train first): reports printed and saved in the model
+    dir as data_check_<split>.json, rejected rows in rejected_rows_<split>.jsonl.
+
+    Labels: a split is checked against `labels` if given; the train split, when there are no
+    labels yet, against the label map (if any). Returns {split: SplitCheck}.
+    """
+    results = {}
+    for split, source in sources.items():
+        if labels is not None:
+            known = labels.known()
+        elif label_map:
+            known = set(label_map) | set(label_map.values())
+        else:
+            known = None
+        rejected = os.path.join(settings.model_dir, f"rejected_rows_{split}.jsonl")
+        result = check.check_split(
+            split, source, packer, settings.max_seq_length, known_labels=known,
+            bad_rows=bad_rows or settings.bad_rows, dedupe=settings.dedupe and split == "train",
+            rejected_path=rejected if chief else None, progress=chief)
+        results[split] = result
+        if split == "train" and labels is None:
+            labels = LabelVocab.from_labels(result.label_counts, label_map)
+        if chief:
+            save_json(os.path.join(settings.model_dir, f"data_check_{split}.json"), result.report)
+            print("\n".join(check.summary_lines(result.report)))
+    return results
+
+
+def _labels_for_training(settings, train_check, chief):
+    labels = LabelVocab.from_labels(train_check.label_counts, parse_label_map(settings.label_map))
     saved = os.path.join(settings.model_dir, "labels.json")
     if os.path.exists(saved):
         previous = LabelVocab.load(settings.model_dir)
@@ -111,25 +154,32 @@ def _labels_for_training(settings, train_examples, chief):
 
 
 def _train(settings, read_split, evaluate_each_epoch, strategy):
-    train_examples = read_split("train")
-    eval_examples = read_split("eval") if evaluate_each_epoch else None
-    labels = _labels_for_training(settings, train_examples, distribute.is_chief(strategy))
-    for example in eval_examples or []:
-        labels.id(example)  # unknown eval labels fail now, not after an epoch of training
-    clf = Classifier(settings, labels, strategy)
+    chief = distribute.is_chief(strategy)
+    sources = {"train": read_split("train")}
+    if evaluate_each_epoch:
+        sources["eval"] = read_split("eval")
+    packer = make_packer(settings, strategy)
+    checks = check_splits(settings, sources, packer, chief=chief,
+                          label_map=parse_label_map(settings.label_map))
+    labels = _labels_for_training(settings, checks["train"], chief)
+    clf = Classifier(settings, labels, strategy, packer)
     batch = settings.train_batch_size
-    steps_per_epoch, epochs = train.plan_epochs(len(train_examples), settings)
+    steps_per_epoch, epochs = train.plan_epochs(checks["train"].kept, settings)
     with clf.strategy.scope():
         optimizer = train.optimizer_for(settings, steps_per_epoch * epochs)
         train_metrics = {"accuracy": keras.metrics.SparseCategoricalAccuracy()}
 
     def dataset_fn(epoch):
-        return classification_dataset(train_examples, clf.packer, batch, labels,
+        return classification_dataset(sources["train"], clf.packer, batch, labels,
                                       shuffle_seed=settings.seed + epoch, drop_remainder=True,
-                                      dynamic_padding=clf.dynamic_padding)
+                                      dynamic_padding=clf.dynamic_padding,
+                                      shuffle_buffer=settings.shuffle_buffer,
+                                      drop=checks["train"].drop)
 
     def on_epoch_end(epoch, record):
-        return clf.evaluate(eval_examples, epoch + 1, record["step"]) if eval_examples else {}
+        if not evaluate_each_epoch:
+            return {}
+        return clf.evaluate(sources["eval"], epoch + 1, record["step"], checks["eval"])
 
     def loss_fn(label_ids, logits):
         return keras.losses.sparse_categorical_crossentropy(label_ids, logits, from_logits=True)
@@ -139,7 +189,10 @@ def _train(settings, read_split, evaluate_each_epoch, strategy):
                        settings.model_dir, settings.checkpoint_every, on_epoch_end,
                        metrics=train_metrics, strategy=clf.strategy,
                        steps_per_execution=settings.steps_per_execution)
-    timing.update(wall_seconds=time.time() - began, train_examples=len(train_examples),
+    report = checks["train"].report
+    timing.update(wall_seconds=time.time() - began, train_examples=checks["train"].kept,
+                  skipped_bad_rows=report["bad_rows"],
+                  duplicates_dropped=report["duplicates_dropped"],
                   batch_size=batch, padding="dynamic" if clf.dynamic_padding else "fixed",
                   max_seq_length=settings.max_seq_length,
                   strategy=type(clf.strategy).__name__,
@@ -156,6 +209,26 @@ def _train(settings, read_split, evaluate_each_epoch, strategy):
     return clf
 
 
+def check_data(settings, read_split, strategy):
+    """`--mode=check_data`: checks every split that was given, reporting every bad row (as
+    `--bad_rows=skip` does) instead of stopping at the first. Returns {split: report}."""
+    sources = {}
+    for split in ("train", "eval", "predict"):
+        try:
+            sources[split] = read_split(split)
+        except MissingSplit:
+            continue
+    if not sources:
+        raise ValueError("--mode=check_data needs data: --train_file, --eval_file, "
+                         "--predict_file or --data_dir")
+    labels = None
+    if "train" not in sources and os.path.exists(os.path.join(settings.model_dir, "labels.json")):
+        labels = LabelVocab.load(settings.model_dir)
+    checks = check_splits(settings, sources, make_packer(settings, strategy), labels,
+                          label_map=parse_label_map(settings.label_map), bad_rows="skip")
+    return {split: result.report for split, result in checks.items()}
+
+
 def restored(settings, strategy=None):
     """The classifier of a trained model dir, its latest checkpoint loaded."""
     clf = Classifier(settings, LabelVocab.load(settings.model_dir), strategy)
@@ -167,6 +240,8 @@ def restored(settings, strategy=None):
 def run(mode, settings: Settings, read_split):
     """Runs one mode; returns what it produced (eval results, prediction count, export dir)."""
     strategy = start_run(mode, settings)
+    if mode == "check_data":
+        return check_data(settings, read_split, strategy)
     if mode in ("train", "train_and_eval"):
         _train(settings, read_split, mode == "train_and_eval", strategy)
         return None
@@ -178,12 +253,10 @@ def run(mode, settings: Settings, read_split):
     if mode == "predict":
         if not settings.output_file:
             raise ValueError("--mode=predict needs --output_file (.csv or .jsonl)")
-        examples = read_split("predict")
-        probabilities = predict.predict_probabilities(clf.core, clf.packer, examples,
-                                                      settings.eval_batch_size,
-                                                      strategy=clf.strategy)
-        count = predict.write_predictions(settings.output_file, examples, probabilities,
-                                          clf.labels.names)
+        source = read_split("predict")
+        count = predict.predict_to_file(clf.core, clf.packer, source, settings.output_file,
+                                        clf.labels.names, settings.eval_batch_size,
+                                        settings.bad_rows, source.has_id, clf.strategy)
         print(f"wrote {count} predictions to {settings.output_file}")
         return count
     if not settings.export_dir:

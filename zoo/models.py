@@ -43,6 +43,14 @@ class TextPacker:
         segments = [self.preprocessor.tokenize(tf.reshape(t, [-1])) for t in texts]
         return self.preprocessor.bert_pack_inputs(segments, seq_length=self.seq_length)
 
+    def token_counts(self, *texts):
+        """Tokens each row would take untrimmed, with [CLS] and one [SEP] per segment."""
+        counts = len(texts) + 1
+        for text in texts:
+            tokens = self.preprocessor.tokenize(tf.reshape(text, [-1]))
+            counts += tokens.merge_dims(-2, -1).row_lengths()
+        return counts
+
     def keras_layers(self):
         """(tokenize, pack) as hub.KerasLayer's, for functional Keras models."""
         return (hub.KerasLayer(self.preprocessor.tokenize, name="tokenize"),

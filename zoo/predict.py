@@ -1,11 +1,16 @@
-"""Batched prediction: texts of similar length batched together, input order restored on output.
+"""Streaming prediction: one output row per input row, in input order, written as it goes.
 
-Sorting by length lets each batch be trimmed to its own longest row instead of `max_seq_length`,
-so short texts cost little. The output file has exactly one row per input row, in input order.
+Rows are read from a source in chunks of `chunk_batches` batches; within a chunk, texts of similar
+length are batched together, so each batch can be trimmed to its own longest row instead of
+`max_seq_length` and short texts cost little. Results are put back in input order and written
+out as soon as every row before them is done, so memory holds about one chunk, however long the
+input. A bad row (with `bad_rows="skip"`) gets an output row with an `error` field instead of a
+label; with `"error"` it stops the run, and no output file is left behind.
 """
 import csv
 import json
 import os
+import threading
 
 import numpy as np
 import tensorflow as tf
@@ -13,6 +18,10 @@ from tqdm import tqdm
 
 from zoo import distribute
 from zoo.data.pipeline import trim_to_longest
+from zoo.data.sources import ListSource
+from zoo.data.text_files import BadRow
+
+DEFAULT_CHUNK_BATCHES = 64
 
 
 def length_order(examples):
@@ -21,55 +30,188 @@ def length_order(examples):
     return np.argsort(lengths, kind="stable")
 
 
+class _Rows:
+    """Reads a source on tf.data's thread; shares each row (by input index) with the consumer."""
+
+    def __init__(self, source, chunk_rows, sort_by_length):
+        self.source = source
+        self.chunk_rows = chunk_rows
+        self.sort_by_length = sort_by_length
+        self.items = {}  # input index -> Example or BadRow, until written
+        self.total = None  # rows read in all, once the source is exhausted
+        self.error = None  # an exception the reader hit (raised again by the consumer)
+        self.lock = threading.Lock()
+
+    def generate(self):
+        index = 0
+        chunk = []
+        try:
+            for shard in range(len(self.source.shards)):
+                for item in self.source.read(shard):
+                    with self.lock:
+                        self.items[index] = item
+                    if not isinstance(item, BadRow):
+                        chunk.append((index, item))
+                    index += 1
+                    if len(chunk) >= self.chunk_rows:
+                        yield from self._ordered(chunk)
+                        chunk = []
+            yield from self._ordered(chunk)
+        except Exception as e:  # pylint: disable=broad-except  # re-raised by the consumer
+            self.error = e
+        self.total = index
+
+    def _ordered(self, chunk):
+        order = length_order([e for _, e in chunk]) if self.sort_by_length else range(len(chunk))
+        for i in order:
+            index, example = chunk[i]
+            yield example.text_a, example.text_b or "", index
+
+
+def stream_predictions(core, packer, source, batch_size, sort_by_length=True,
+                       chunk_batches=DEFAULT_CHUNK_BATCHES, strategy=None, progress=True):
+    """Yields `(item, probabilities)` for every row of `source` in input order: an `Example`
+    with its class probabilities, or a `BadRow` with None."""
+    strategy = strategy or tf.distribute.get_strategy()
+    rows = _Rows(source, chunk_batches * batch_size, sort_by_length)
+    ds = tf.data.Dataset.from_generator(rows.generate, output_signature=(
+        tf.TensorSpec([], tf.string), tf.TensorSpec([], tf.string), tf.TensorSpec([], tf.int64)))
+    ds = ds.batch(batch_size)
+    trim = not distribute.is_tpu(strategy)  # TPUs want one shape: keep max_seq_length
+
+    def pack(text_a, text_b, index):
+        packed = packer(*([text_a, text_b] if source.pair else [text_a]))
+        return (trim_to_longest(packed) if trim else packed), index
+
+    ds = ds.map(pack, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+    done = {}  # input index -> probabilities, until every earlier row is written
+    next_index = 0
+
+    def ready():
+        nonlocal next_index
+        while True:
+            with rows.lock:
+                item = rows.items.get(next_index)
+            if item is None:
+                return
+            if isinstance(item, BadRow):
+                probabilities = None
+            elif next_index in done:
+                probabilities = done.pop(next_index)
+            else:
+                return
+            with rows.lock:
+                del rows.items[next_index]
+            next_index += 1
+            yield item, probabilities
+
+    def predict_fn(batch):
+        inputs, index = batch
+        return tf.nn.softmax(core(inputs, training=False), axis=-1), index
+
+    with tqdm(unit="row", desc="predict", dynamic_ncols=True, mininterval=2,
+              disable=not progress) as bar:
+        for probabilities, indices in distribute.map_batches(strategy, predict_fn, ds,
+                                                             batch_size):
+            done.update(zip(indices.tolist(), probabilities))
+            for output in ready():
+                bar.update(1)
+                yield output
+        if rows.error is not None:
+            raise rows.error
+        for output in ready():
+            bar.update(1)
+            yield output
+    if next_index != rows.total:
+        raise RuntimeError(f"predicted {next_index} of {rows.total} rows")  # a bug, not bad data
+
+
 def predict_probabilities(core, packer, examples, batch_size, sort_by_length=True,
                           strategy=None):
-    """Class probabilities `[len(examples), classes]` in the order of `examples`."""
-    strategy = strategy or tf.distribute.get_strategy()
-    order = length_order(examples) if sort_by_length else np.arange(len(examples))
-    ordered = [examples[i] for i in order]
-    columns = [[e.text_a for e in ordered]]
-    if ordered and ordered[0].text_b is not None:
-        columns.append([e.text_b for e in ordered])
-    ds = tf.data.Dataset.from_tensor_slices(tuple(columns)).batch(batch_size)
-    trim = not distribute.is_tpu(strategy)  # TPUs want one shape: keep max_seq_length
-    ds = ds.map(lambda *texts: trim_to_longest(packer(*texts)) if trim else packer(*texts),
-                num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
-    results = []
-    with tqdm(total=len(examples), unit="ex", desc="predict", dynamic_ncols=True,
-              mininterval=2) as bar:
-        for probabilities in distribute.map_batches(
-                strategy, lambda inputs: tf.nn.softmax(core(inputs, training=False), axis=-1),
-                ds, batch_size):
-            results.append(probabilities)
-            bar.update(len(probabilities))
-    probabilities = np.concatenate(results) if results else np.zeros((0, 0), np.float32)
-    restored = np.empty_like(probabilities)
-    restored[order] = probabilities
-    return restored
+    """Class probabilities `[len(examples), classes]` of in-memory examples, in their order."""
+    results = [p for _, p in stream_predictions(core, packer, ListSource(examples), batch_size,
+                                                sort_by_length, strategy=strategy,
+                                                progress=False)]
+    return np.stack(results) if results else np.zeros((0, 0), np.float32)
+
+
+class PredictionWriter:
+    """Writes prediction rows to `.csv` or `.jsonl` (by extension) as they come.
+
+    Columns: `id` (when the input has ids), `label` (its name), `score`; JSONL adds all
+    probabilities. With `with_errors`, an `error` column names the file, line and problem of a
+    bad row, whose label and score are empty. The file appears under its name on `close`.
+    """
+
+    def __init__(self, path, label_names, has_id, with_errors=False):
+        if not path.lower().endswith((".csv", ".jsonl")):
+            raise ValueError(f"{path}: output file must end in .csv or .jsonl")
+        self.path = path
+        self.label_names = list(label_names)
+        self.jsonl = path.lower().endswith(".jsonl")
+        self.fields = (["id"] if has_id else []) + ["label", "score"] + (
+            ["error"] if with_errors else [])
+        self.count = 0
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        self._file = open(path + ".partial", "w", encoding="utf-8",  # pylint: disable=consider-using-with
+                          newline="" if not self.jsonl else None)
+        self._csv = None if self.jsonl else csv.DictWriter(self._file, fieldnames=self.fields)
+        if self._csv:
+            self._csv.writeheader()
+
+    def write(self, item, probabilities):
+        row = {"id": item.id} if "id" in self.fields else {}
+        if probabilities is None:
+            row.update(label=None, score=None, error=f"{item.source}: {item.reason}")
+        else:
+            best = int(np.argmax(probabilities))
+            row.update(label=self.label_names[best], score=float(probabilities[best]))
+            if "error" in self.fields:
+                row["error"] = None
+        if self.jsonl:
+            if probabilities is not None:
+                row["probabilities"] = {n: float(p)
+                                        for n, p in zip(self.label_names, probabilities)}
+            self._file.write(json.dumps(row, ensure_ascii=False) + "\n")
+        else:
+            self._csv.writerow({k: "" if v is None else v for k, v in row.items()})
+        self.count += 1
+
+    def close(self):
+        self._file.close()
+        os.replace(self.path + ".partial", self.path)
+        return self.count
+
+    def abort(self):
+        self._file.close()
+        os.remove(self.path + ".partial")
 
 
 def write_predictions(path, examples, probabilities, label_names):
-    """Writes `.csv` or `.jsonl` (by extension): id (when the input has one), label, score."""
+    """Writes in-memory examples and their probabilities; returns the row count."""
     if len(examples) != len(probabilities):
         raise ValueError(f"{len(examples)} inputs but {len(probabilities)} predictions")
-    has_id = any(e.id is not None for e in examples)
-    rows = []
+    writer = PredictionWriter(path, label_names, any(e.id is not None for e in examples))
     for example, probs in zip(examples, probabilities):
-        best = int(np.argmax(probs))
-        row = {"id": example.id} if has_id else {}
-        row.update(label=label_names[best], score=float(probs[best]))
-        rows.append((row, probs))
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    if path.lower().endswith(".jsonl"):
-        with open(path, "w", encoding="utf-8") as f:
-            for row, probs in rows:
-                row = dict(row, probabilities={n: float(p) for n, p in zip(label_names, probs)})
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    elif path.lower().endswith(".csv"):
-        with open(path, "w", encoding="utf-8", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=list(rows[0][0]) if rows else ["label", "score"])
-            writer.writeheader()
-            writer.writerows(row for row, _ in rows)
-    else:
-        raise ValueError(f"{path}: output file must end in .csv or .jsonl")
-    return len(rows)
+        writer.write(example, probs)
+    return writer.close()
+
+
+def predict_to_file(core, packer, source, path, label_names, batch_size, bad_rows="error",
+                    has_id=False, strategy=None):
+    """Predicts every row of `source` into `path`; returns the number of rows written.
+
+    `bad_rows="error"` stops at the first bad row with its `DataError` (no file is left);
+    `"skip"` writes it as a row with an `error` field.
+    """
+    writer = PredictionWriter(path, label_names, has_id, with_errors=bad_rows == "skip")
+    try:
+        for item, probabilities in stream_predictions(core, packer, source, batch_size,
+                                                      strategy=strategy):
+            if probabilities is None and bad_rows != "skip":
+                raise item.error()
+            writer.write(item, probabilities)
+    except BaseException:
+        writer.abort()
+        raise
+    return writer.close()

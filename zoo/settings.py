@@ -6,7 +6,7 @@ from typing import Optional
 from zoo import distribute
 from zoo.hub import DEFAULT_MODEL
 
-MODES = ("train", "eval", "train_and_eval", "predict", "export")
+MODES = ("train", "eval", "train_and_eval", "predict", "export", "check_data")
 
 
 @dataclasses.dataclass
@@ -19,6 +19,7 @@ class RunSettings:
     eval_batch_size: int = 64
     learning_rate: float = 5e-5
     num_train_epochs: float = 3.0
+    max_train_steps: int = 0  # 0: no cap (see zoo.train.plan_epochs)
     warmup_proportion: float = 0.1
     decay: str = "linear"
     weight_decay: float = 0.01

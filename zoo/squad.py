@@ -161,6 +161,9 @@ def _train(settings, read_split, evaluate_each_epoch, strategy):
 
 def run(mode, settings: Settings, read_split):
     """Runs one mode. `read_split(split)` returns SquadExamples of 'train', 'eval', 'predict'."""
+    if mode == "check_data":
+        raise ValueError("--mode=check_data is for the classification tasks; SQuAD files are "
+                         "checked as they are read (every problem names its question)")
     strategy = start_run(mode, settings)
     if mode in ("train", "train_and_eval"):
         return _train(settings, read_split, mode == "train_and_eval", strategy)

@@ -69,11 +69,19 @@ def create_optimizer(learning_rate, total_steps, warmup_steps, decay="linear", w
 
 
 def plan_epochs(num_examples, settings, unit="examples"):
-    """(steps per epoch, epochs) for `num_examples` at the settings' global batch size."""
+    """(steps per epoch, epochs) for `num_examples` at the settings' global batch size.
+
+    `settings.max_train_steps` (if set) caps training: fewer than an epoch's steps make one short
+    epoch; more are rounded down to whole epochs.
+    """
     batch = settings.train_batch_size
     if num_examples < batch:
         raise ValueError(f"{num_examples} training {unit} is less than one batch of {batch}")
-    return num_examples // batch, max(1, round(settings.num_train_epochs))
+    steps, epochs = num_examples // batch, max(1, round(settings.num_train_epochs))
+    limit = settings.max_train_steps
+    if limit and limit < steps * epochs:
+        return (limit, 1) if limit < steps else (steps, limit // steps)
+    return steps, epochs
 
 
 def optimizer_for(settings, total_steps):

@@ -31,7 +31,7 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    from zoo.data import text_files, tfds_source  # pylint: disable=import-outside-toplevel
+    from zoo.data import sources, text_files, tfds_source  # pylint: disable=import-outside-toplevel
 
     def read_split(split):
         labelled = split != "predict"
@@ -39,13 +39,13 @@ def main(argv):
             tfds_split = {"train": FLAGS.tfds_train_split, "eval": FLAGS.tfds_eval_split,
                           "predict": FLAGS.tfds_predict_split}[split]
             text_column = FLAGS.text_column if FLAGS["text_column"].present else None
-            return tfds_source.read_tfds(
+            return sources.ListSource(tfds_source.read_tfds(
                 FLAGS.tfds_name, tfds_split, text_column, FLAGS.text_b_column,
-                FLAGS.label_column, FLAGS.id_column, FLAGS.tfds_data_dir, require_label=labelled)
-        path = common.split_file(split)
-        return text_files.read_examples(
-            path, FLAGS.text_column, FLAGS.text_b_column, FLAGS.label_column, FLAGS.id_column,
-            FLAGS.delimiter, require_label=labelled)
+                FLAGS.label_column, FLAGS.id_column, FLAGS.tfds_data_dir, require_label=labelled),
+                name=f"tfds:{FLAGS.tfds_name}[{tfds_split}]")
+        return common.file_source(split, text_files.Columns(
+            FLAGS.text_column, FLAGS.text_b_column, FLAGS.label_column, FLAGS.id_column,
+            FLAGS.delimiter))
 
     pair = bool(FLAGS.text_b_column) or (
         FLAGS.tfds_name is not None

@@ -13,11 +13,10 @@ from tasks import common
 
 def main(argv):
     del argv
-    from zoo.data.text_files import read_glue  # pylint: disable=import-outside-toplevel
+    from zoo.data.text_files import glue_columns  # pylint: disable=import-outside-toplevel
 
     def read_split(split):
-        path = common.split_file(split)
-        return read_glue("mrpc", path, require_label=split != "predict")
+        return common.file_source(split, glue_columns("mrpc"))
 
     common.run_classification(read_split, pair=True, label_map="0:not_paraphrase,1:paraphrase")
 

@@ -13,14 +13,12 @@ from tasks import common
 
 def main(argv):
     del argv
-    from zoo.data.text_files import read_examples  # pylint: disable=import-outside-toplevel
+    from zoo.data.text_files import Columns  # pylint: disable=import-outside-toplevel
 
     def read_split(split):
-        path = common.split_file(split)
         labelled = split != "predict"
-        return read_examples(path, text_column="sentence", label_column="label",
-                             id_column=None if labelled else "index", delimiter="\t",
-                             require_label=labelled)
+        return common.file_source(split, Columns(
+            text="sentence", label="label", id=None if labelled else "index", delimiter="\t"))
 
     common.run_classification(read_split, pair=False, label_map="0:negative,1:positive")
 

@@ -4,6 +4,7 @@ import numpy as np
 from zoo import models
 from zoo.data.labels import LabelVocab
 from zoo.data.pipeline import classification_dataset
+from zoo.data.sources import ListSource
 from zoo.data.text_files import Example
 
 
@@ -11,7 +12,7 @@ def test_batches_pack_pairs_and_carry_label_ids(tiny_hub):
     packer = models.TextPacker(tiny_hub + "/preprocessor", seq_length=16)
     examples = [Example(f"question {i}", f"answer {i}", label=str(i % 2)) for i in range(10)]
     labels = LabelVocab(["0", "1"])
-    batches = list(classification_dataset(examples, packer, 4, labels, drop_remainder=True))
+    batches = list(classification_dataset(ListSource(examples), packer, 4, labels, drop_remainder=True))
     assert len(batches) == 2
     inputs, label_ids = batches[0]
     assert inputs["input_word_ids"].shape == (4, 16)
@@ -26,10 +27,10 @@ def test_a_seed_fixes_the_order_and_different_seeds_differ(tiny_hub):
 
     def order(seed):
         return np.concatenate([b[0]["input_word_ids"].numpy()[:, 2] for b in
-                               classification_dataset(examples, packer, 10, labels, seed)])
+                               classification_dataset(ListSource(examples), packer, 10, labels, seed)])
 
     np.testing.assert_array_equal(order(3), order(3))
     assert not np.array_equal(order(3), order(4))
     unshuffled = np.concatenate([b["input_word_ids"].numpy()[:, 2] for b in
-                                 classification_dataset(examples, packer, 10)])
+                                 classification_dataset(ListSource(examples), packer, 10)])
     assert sorted(order(3)) == sorted(unshuffled)

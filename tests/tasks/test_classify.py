@@ -161,6 +161,61 @@ def test_bad_rows_and_unknown_labels_end_with_a_clear_error(data, tmp_path):
     assert result.returncode != 0 and f"{unknown}:3: unknown label '5'" in result.stderr
 
 
+def _sharded(root, data):
+    """The training rows in three shards, with three bad rows in the second one."""
+    rows = open(data["train"], encoding="utf-8").read().splitlines()
+    header, body = rows[0], rows[1:]
+    os.makedirs(root, exist_ok=True)
+    for shard in range(3):
+        lines = body[shard::3]
+        if shard == 1:
+            lines[2:2] = ["x1,,1", "x2,only two", "x3,so so,7"]  # empty text, 2 columns, label 7
+        with open(os.path.join(root, f"part-{shard}.csv"), "w", encoding="utf-8") as f:
+            f.write("\n".join([header] + lines) + "\n")
+    return os.path.join(root, "part-*.csv")
+
+
+def test_sharded_training_with_skipped_bad_rows_and_check_data(data, tmp_path):
+    train_glob = _sharded(str(tmp_path / "shards"), data)
+    model_dir = str(tmp_path / "skip")
+    result = _classify(model_dir, "--mode=check_data", f"--train_file={train_glob}",
+                       f"--eval_file={data['dev']}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.load(open(os.path.join(model_dir, "data_check_train.json")))
+    assert (report["files"], report["rows"], report["bad_rows"]) == (3, 99, 3)
+    assert report["rows_used"] == 96 and report["token_lengths"]["max_seq_length"] == 32
+    assert len(report["shards"]) == 3 and not report["single_label_shards"]
+    assert "data check, train: 99 rows in 3 file(s), 96 used, 3 bad" in result.stdout
+    assert os.path.exists(os.path.join(model_dir, "data_check_eval.json"))
+
+    result = _classify(model_dir, "--mode=train", f"--train_file={train_glob}",
+                       "--num_train_epochs=1")
+    assert result.returncode != 0 and "part-1.csv:4: empty text" in result.stderr
+
+    result = _classify(model_dir, "--mode=train", f"--train_file={train_glob}",
+                       "--num_train_epochs=1", "--bad_rows=skip")
+    assert result.returncode == 0, result.stderr[-3000:]
+    trained = json.load(open(os.path.join(model_dir, "train_results.json")))
+    assert (trained["train_examples"], trained["skipped_bad_rows"], trained["steps"]) == (96, 3, 12)
+    rejected = [json.loads(line) for line in open(os.path.join(model_dir,
+                                                               "rejected_rows_train.jsonl"))]
+    assert [(r["source"].rsplit("/", 1)[1], r["reason"].split(" ")[0]) for r in rejected] == [
+        ("part-1.csv:4", "empty"), ("part-1.csv:5", "2"), ("part-1.csv:6", "unknown")]
+
+    predict_glob = _sharded(str(tmp_path / "predict_shards"), data)
+    output = tmp_path / "out.csv"
+    result = _classify(model_dir, "--mode=predict", f"--predict_file={predict_glob}",
+                       f"--output_file={output}", "--bad_rows=skip")
+    assert result.returncode == 0, result.stderr[-3000:]
+    written = list(csv.DictReader(open(output, encoding="utf-8")))
+    expected_ids = [line.split(",")[0] for shard in sorted(os.listdir(tmp_path / "predict_shards"))
+                    for line in open(tmp_path / "predict_shards" / shard).read().splitlines()[1:]]
+    assert len(written) == 99 and [w["id"] for w in written] == [
+        i if i != "x2" else "" for i in expected_ids]
+    assert [w["error"] != "" for w in written].count(True) == 2  # label 7 is no error in predict
+    assert all(w["label"] for w in written if not w["error"])
+
+
 TFDS_RUN = """
 import sys
 import tensorflow_datasets as tfds

@@ -59,10 +59,21 @@ class LabelVocab:
             example = next(e for e in examples if e.label in unmapped)
             raise DataError(f"{example.source}: label {example.label!r} is not in the label map "
                             f"({sorted(label_map)})")
-        raw = sorted(label_map, key=_sort_key) if label_map else unmapped
+        return cls.from_labels(found, label_map)
+
+    @classmethod
+    def from_labels(cls, found, label_map=None):
+        """The vocabulary of the labels `found` in the training data (after a data check has
+        rejected labels outside the map): the map's labels, else `found` sorted."""
+        label_map = dict(label_map or {})
+        raw = sorted(label_map, key=_sort_key) if label_map else sorted(found, key=_sort_key)
         if len(raw) < 2:
             raise DataError(f"training data has {len(raw)} distinct label(s) {raw}; need at least 2")
         return cls(raw, label_map)
+
+    def known(self):
+        """Every string a row may use for a label: raw labels and mapped names."""
+        return set(self._ids)
 
     def __len__(self):
         return len(self.raw_labels)

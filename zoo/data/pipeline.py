@@ -1,19 +1,17 @@
-"""tf.data pipelines: examples -> batches of packed BERT inputs (+ label ids).
+"""tf.data pipelines: sources -> batches of packed BERT inputs (+ label ids), as streams.
 
-Tokenization and packing run inside the tf.data graph (the preprocessor's own tensorflow_text
-ops), batch by batch, in parallel with training; nothing is tokenized up front in Python.
+Rows are read shard by shard in Python generators (parsing and row checks need Python), several
+shards interleaved, shuffled through a bounded buffer, then batched; tokenization and packing run
+inside the tf.data graph (the preprocessor's own tensorflow_text ops), batch by batch, in
+parallel with training. Nothing is read or tokenized up front, so memory does not grow with
+the data.
 """
 import numpy as np
 import tensorflow as tf
 
+from zoo.data.text_files import BadRow
 
-def _columns(examples, labels=None):
-    columns = {"text_a": [e.text_a for e in examples]}
-    if examples and examples[0].text_b is not None:
-        columns["text_b"] = [e.text_b for e in examples]
-    if labels is not None:
-        columns["label"] = [labels.id(e) for e in examples]
-    return columns
+DEFAULT_SHUFFLE_BUFFER = 100_000
 
 
 def trim_to_longest(packed):
@@ -22,27 +20,82 @@ def trim_to_longest(packed):
     return {k: v[:, :longest] for k, v in packed.items()}
 
 
-def classification_dataset(examples, packer, batch_size, labels=None, shuffle_seed=None,
-                           drop_remainder=False, dynamic_padding=False):
-    """Batches of `(packed inputs, label ids)` (or packed inputs alone when `labels` is None).
+def _rows(source, shard, labels, drop):
+    """The good rows of one shard as (text_a, text_b, label id) tuples.
 
-    `shuffle_seed` shuffles the whole set (a fixed seed gives the same order every time, which
-    is what makes an interrupted epoch resumable); None keeps file order. `dynamic_padding`
-    trims each batch to its longest row instead of the packer's full sequence length.
+    Bad rows are passed over: the data check that runs before training and evaluation has
+    already stopped the run on them (`--bad_rows=error`) or written them out (`skip`).
     """
+    skip = drop.get(shard, ())
+    known = labels.known() if labels is not None else None
+    ordinal = 0
+    for item in source.read(shard):
+        if isinstance(item, BadRow):
+            continue
+        if known is not None and item.label not in known:
+            continue
+        ordinal += 1
+        if ordinal - 1 in skip:
+            continue
+        label = labels.id(item) if labels is not None else -1
+        yield item.text_a, item.text_b or "", label
+
+
+def example_dataset(source, labels=None, shuffle_seed=None, shuffle_buffer=DEFAULT_SHUFFLE_BUFFER,
+                    drop=None, cycle_length=4):
+    """Unbatched `{"text_a", "text_b", "label"}` rows of `source`, streamed.
+
+    `shuffle_seed` shuffles the order of the shards (a NumPy permutation) and the rows, through a
+    buffer of `shuffle_buffer` rows; the same seed gives the same order every time, which is what
+    makes an interrupted epoch resumable. None reads shards one after another in file order.
+    `drop` maps a shard index to the ordinals of its good rows to leave out (`--dedupe`).
+    """
+    drop = drop or {}
+    shards = np.arange(len(source.shards))
     if shuffle_seed is not None:
-        # A NumPy permutation depends on the seed alone (tf.data's shuffle also depends on
-        # TensorFlow's global seed), so a resumed run sees exactly the order it was interrupted in.
-        order = np.random.default_rng(shuffle_seed).permutation(len(examples))
-        examples = [examples[i] for i in order]
-    ds = tf.data.Dataset.from_tensor_slices(_columns(examples, labels))
+        shards = np.random.default_rng(shuffle_seed).permutation(shards)
+    signature = (tf.TensorSpec([], tf.string), tf.TensorSpec([], tf.string),
+                 tf.TensorSpec([], tf.int32))
+
+    def shard_rows(shard):
+        return tf.data.Dataset.from_generator(
+            lambda i: _rows(source, int(i), labels, drop), args=(shard,),
+            output_signature=signature)
+
+    ds = tf.data.Dataset.from_tensor_slices(shards.astype(np.int64))
+    if shuffle_seed is None or len(shards) == 1:
+        ds = ds.flat_map(shard_rows)
+    else:
+        ds = ds.interleave(shard_rows, cycle_length=min(cycle_length, len(shards)),
+                           block_length=1, deterministic=True)
+    if shuffle_seed is not None:
+        ds = ds.shuffle(shuffle_buffer, seed=shuffle_seed, reshuffle_each_iteration=False)
+    return ds.map(lambda a, b, y: {"text_a": a, "text_b": b, "label": y})
+
+
+def pack_batches(ds, packer, pair, batch_size, with_labels, drop_remainder=False,
+                 dynamic_padding=False):
+    """Batches rows and packs them in the graph: `(packed, label ids)` or `packed`."""
     ds = ds.batch(batch_size, drop_remainder=drop_remainder)
 
     def pack(batch):
-        texts = [batch["text_a"]] + ([batch["text_b"]] if "text_b" in batch else [])
+        texts = [batch["text_a"]] + ([batch["text_b"]] if pair else [])
         packed = packer(*texts)
         if dynamic_padding:
             packed = trim_to_longest(packed)
-        return (packed, batch["label"]) if "label" in batch else packed
+        return (packed, batch["label"]) if with_labels else packed
 
     return ds.map(pack, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def classification_dataset(source, packer, batch_size, labels=None, shuffle_seed=None,
+                           drop_remainder=False, dynamic_padding=False,
+                           shuffle_buffer=DEFAULT_SHUFFLE_BUFFER, drop=None):
+    """Batches of `(packed inputs, label ids)` (or packed inputs alone when `labels` is None)
+    from a source, streamed; see `example_dataset` for shuffling and `drop`.
+
+    `dynamic_padding` trims each batch to its longest row instead of the packer's full length.
+    """
+    ds = example_dataset(source, labels, shuffle_seed, shuffle_buffer, drop)
+    return pack_batches(ds, packer, source.pair, batch_size, labels is not None, drop_remainder,
+                        dynamic_padding)

@@ -24,6 +24,19 @@ class Example:
     source: str = ""  # "file:line", for error messages
 
 
+@dataclasses.dataclass(frozen=True)
+class BadRow:
+    """A row that could not be used: where it is, what is wrong, and its raw text."""
+
+    source: str  # "file:line" (or "file:first-last" when a broken quote spans lines)
+    reason: str
+    raw: str = ""
+    id: Optional[str] = None
+
+    def error(self):
+        return DataError(f"{self.source}: {self.reason}")
+
+
 # GLUE layouts: column of text_a, text_b, label and id, by header name.
 GLUE_LAYOUTS = {
     "mrpc": dict(text_column="#1 String", text_b_column="#2 String", label_column="Quality",
@@ -49,8 +62,8 @@ def file_format(path, delimiter=None):
     raise DataError(f"{path}: unknown file type; use .csv, .tsv, .jsonl or pass --delimiter")
 
 
-def _lines(path):
-    """Yields (line number, text) of a UTF-8 file, naming the line of any invalid byte."""
+def _lines(path, problems):
+    """Yields (line number, text) of a UTF-8 file; an undecodable line goes to `problems`."""
     if not os.path.exists(path):
         raise DataError(f"{path}: no such file")
     with open(path, "rb") as f:
@@ -60,91 +73,156 @@ def _lines(path):
             try:
                 yield number, raw.decode("utf-8")
             except UnicodeDecodeError as e:
-                raise DataError(f"{path}:{number}: invalid UTF-8 at byte {e.start}") from None
+                problems.append(BadRow(f"{path}:{number}", f"invalid UTF-8 at byte {e.start}",
+                                       raw.decode("utf-8", "replace").rstrip("\r\n")))
 
 
 def _delimited_rows(path, delimiter):
-    """Yields (line number, {column: value}) of a delimited file with a header line."""
+    """Yields (line number, header, {column: value}) of a delimited file, or a `BadRow`."""
     quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
-    lines = _lines(path)
-    line_numbers = []
+    problems = []
+    line_numbers, raw_lines = [], []
 
     def text_lines():
-        for number, line in lines:
+        for number, line in _lines(path, problems):
             line_numbers.append(number)
+            raw_lines.append(line)
             yield line
 
     reader = csv.reader(text_lines(), delimiter=delimiter, quoting=quoting, strict=True)
     try:
         header = next(reader)
     except StopIteration:
+        if problems:
+            raise DataError(f"{problems[0].source}: {problems[0].reason} (in the header)")
         raise DataError(f"{path}: empty file (a header line is required)") from None
+    if problems:
+        raise DataError(f"{problems[0].source}: {problems[0].reason} (in the header)")
+    first = 2
     while True:
+        del raw_lines[:]
         try:
             row = next(reader)
         except StopIteration:
+            yield from problems
             return
         except csv.Error as e:
-            raise DataError(f"{path}:{line_numbers[-1]}: {e} (unbalanced quotes?)") from None
+            yield from problems
+            del problems[:]
+            last = line_numbers[-1]
+            where = f"{path}:{first}" + (f"-{last}" if last > first else "")
+            yield BadRow(where, f"{e} (unbalanced quotes?)", "".join(raw_lines).rstrip("\r\n"))
+            first = last + 1
+            continue
+        yield from problems  # undecodable lines the reader passed over, in line order
+        del problems[:]
         number = line_numbers[-1]
+        first = number + 1
         if not row:
             continue
         if len(row) != len(header):
-            raise DataError(f"{path}:{number}: {len(row)} columns, the header has {len(header)}")
+            yield BadRow(f"{path}:{number}", f"{len(row)} columns, the header has {len(header)}",
+                         "".join(raw_lines).rstrip("\r\n"))
+            continue
         yield number, header, dict(zip(header, row))
 
 
 def _jsonl_rows(path):
-    for number, line in _lines(path):
+    problems = []
+    for number, line in _lines(path, problems):
+        yield from problems
+        del problems[:]
         if not line.strip():
             continue
         try:
             row = json.loads(line)
         except json.JSONDecodeError as e:
-            raise DataError(f"{path}:{number}: not valid JSON ({e.msg})") from None
+            yield BadRow(f"{path}:{number}", f"not valid JSON ({e.msg})", line.rstrip("\r\n"))
+            continue
         if not isinstance(row, dict):
-            raise DataError(f"{path}:{number}: expected a JSON object per line")
+            yield BadRow(f"{path}:{number}", "expected a JSON object per line",
+                         line.rstrip("\r\n"))
+            continue
         yield number, list(row), row
+    yield from problems
 
 
 def _is_empty(text):
     return text is None or not text.strip() or text.strip().lower() == "nan"
 
 
+@dataclasses.dataclass(frozen=True)
+class Columns:
+    """Which column (header name or JSON key) holds what; `label` None for unlabelled data."""
+
+    text: str = "text"
+    text_b: Optional[str] = None
+    label: Optional[str] = None
+    id: Optional[str] = None
+    delimiter: Optional[str] = None
+
+
+def example_from_row(row, columns, where, require_label=True):
+    """An `Example` from a {column: value} row, or a `BadRow` saying what is wrong."""
+    wanted = {"text": columns.text, "text_b": columns.text_b, "id": columns.id,
+              "label": columns.label if require_label else None}
+
+    def value(column):
+        if not column or column not in row or row[column] is None:
+            return None
+        return str(row[column])
+
+    raw = json.dumps(row, ensure_ascii=False)
+    for role, column in wanted.items():
+        if column and column not in row:
+            return BadRow(where, f"no {role} column {column!r} (columns: {list(row)})", raw,
+                          value(columns.id))
+    text_a, text_b = value(columns.text), value(columns.text_b)
+    for column, text in ((columns.text, text_a), (columns.text_b, text_b)):
+        if column and _is_empty(text):
+            return BadRow(where, f"empty text in column {column!r}", raw, value(columns.id))
+    label = value(columns.label)
+    if require_label and (label is None or not label.strip()):
+        return BadRow(where, f"empty label in column {columns.label!r}", raw, value(columns.id))
+    return Example(text_a=text_a, text_b=text_b, label=label.strip() if label is not None else None,
+                   id=value(columns.id), source=where)
+
+
+def iter_file(path, columns, require_label=True):
+    """Yields an `Example` or a `BadRow` for every row of a CSV/TSV/JSONL file, in file order."""
+    fmt = file_format(path, columns.delimiter)
+    rows = _jsonl_rows(path) if fmt == "jsonl" else _delimited_rows(path, fmt)
+    for item in rows:
+        if isinstance(item, BadRow):
+            yield item
+            continue
+        number, _, row = item
+        yield example_from_row(row, columns, f"{path}:{number}", require_label)
+
+
 def read_examples(path, text_column, text_b_column=None, label_column=None, id_column=None,
                   delimiter=None, require_label=True):
-    """Reads a CSV/TSV/JSONL file into `Example`s; columns are named by header (or JSON key)."""
-    fmt = file_format(path, delimiter)
-    rows = _jsonl_rows(path) if fmt == "jsonl" else _delimited_rows(path, fmt)
-    wanted = {"text": text_column, "text_b": text_b_column, "id": id_column,
-              "label": label_column if require_label else None}
+    """Reads a whole CSV/TSV/JSONL file into `Example`s; the first bad row is a `DataError`."""
+    columns = Columns(text_column, text_b_column, label_column, id_column, delimiter)
     examples = []
-    for number, columns, row in rows:
-        where = f"{path}:{number}"
-        for role, column in wanted.items():
-            if column and column not in row:
-                raise DataError(f"{where}: no {role} column {column!r} (columns: {list(columns)})")
-
-        def value(column, row=row):
-            if not column or column not in row or row[column] is None:
-                return None
-            return str(row[column])
-
-        text_a, text_b = value(text_column), value(text_b_column)
-        for column, text in ((text_column, text_a), (text_b_column, text_b)):
-            if column and _is_empty(text):
-                raise DataError(f"{where}: empty text in column {column!r}")
-        label = value(label_column)
-        if require_label and (label is None or not label.strip()):
-            raise DataError(f"{where}: empty label in column {label_column!r}")
-        examples.append(Example(text_a=text_a, text_b=text_b,
-                                label=label.strip() if label is not None else None,
-                                id=value(id_column), source=where))
+    for item in iter_file(path, columns, require_label):
+        if isinstance(item, BadRow):
+            raise item.error()
+        examples.append(item)
     return examples
+
+
+def glue_columns(task):
+    """The `Columns` of a GLUE TSV layout (`mrpc`, `sst2` or `mnli`)."""
+    if task not in GLUE_LAYOUTS:
+        raise DataError(f"unknown GLUE layout {task!r}; known: {sorted(GLUE_LAYOUTS)}")
+    layout = GLUE_LAYOUTS[task]
+    return Columns(layout["text_column"], layout["text_b_column"], layout["label_column"],
+                   layout["id_column"], "\t")
 
 
 def read_glue(task, path, require_label=True):
     """Reads a GLUE TSV (`mrpc`, `sst2` or `mnli` layout)."""
-    if task not in GLUE_LAYOUTS:
-        raise DataError(f"unknown GLUE layout {task!r}; known: {sorted(GLUE_LAYOUTS)}")
-    return read_examples(path, delimiter="\t", require_label=require_label, **GLUE_LAYOUTS[task])
+    columns = glue_columns(task)
+    return read_examples(path, columns.text, columns.text_b, columns.label, columns.id, "\t",
+                         require_label=require_label)

@@ -1,0 +1,209 @@
+"""The data check: one streaming pass over a split before training (or as `--mode=check_data`).
+
+It counts rows, labels (overall and per shard; a shard holding a single label is flagged: the
+data was probably split before it was shuffled), bad rows by reason, duplicate texts and token
+lengths against `max_seq_length` (how many rows get truncated). With `bad_rows="skip"` every
+rejected row is written, with its reason, to a JSON-lines file; with `"error"` the first bad row
+stops the run with a `DataError` naming its file and line. With `dedupe`, every repeat of a text
+already seen (in shard order) is marked to be dropped from training.
+
+Memory: 8 bytes per row for the duplicate check, and nothing else that grows with the data.
+"""
+import array
+import collections
+import dataclasses
+import hashlib
+from typing import Dict, Set
+
+import numpy as np
+import tensorflow as tf
+from tqdm import tqdm
+
+from zoo.data.sources import RejectedRows
+from zoo.data.text_files import BadRow, DataError
+
+BAD_ROW_POLICIES = ("error", "skip")
+PERCENTILES = (50, 90, 95, 99)
+_MAX_COUNTED_LENGTH = 8192  # longer texts are counted as this long in the histogram
+
+
+@dataclasses.dataclass
+class SplitCheck:
+    """What a check of one split found, and what training needs from it."""
+
+    report: dict  # JSON-ready; see `check_split`
+    kept: int  # rows a training epoch reads (good rows, less dropped duplicates)
+    label_counts: collections.Counter
+    drop: Dict[int, Set[int]]  # shard index -> ordinals (among its good rows) to drop
+
+
+def _text_key(example):
+    text = example.text_a if example.text_b is None else example.text_a + "\x1f" + example.text_b
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little",
+                          signed=True)
+
+
+def _percentiles(histogram):
+    total = int(histogram.sum())
+    if not total:
+        return {f"p{p}": 0 for p in PERCENTILES}
+    cumulative = np.cumsum(histogram)
+    return {f"p{p}": int(np.searchsorted(cumulative, total * p / 100.0)) for p in PERCENTILES}
+
+
+class _Lengths:
+    """Token counts of good rows, batched through the preprocessor, kept as a histogram."""
+
+    def __init__(self, packer, pair, batch_size):
+        self.histogram = np.zeros(_MAX_COUNTED_LENGTH + 1, np.int64)
+        self.batch_size = batch_size
+        self.pending = []
+        signature = [tf.TensorSpec([None], tf.string)] * (2 if pair else 1)
+        self.count = tf.function(packer.token_counts, input_signature=signature) if packer else None
+
+    def add(self, example):
+        if self.count is None:
+            return
+        self.pending.append(example)
+        if len(self.pending) >= self.batch_size:
+            self.flush()
+
+    def flush(self):
+        if not self.pending or self.count is None:
+            return
+        texts = [tf.constant([e.text_a for e in self.pending])]
+        if self.pending[0].text_b is not None:
+            texts.append(tf.constant([e.text_b for e in self.pending]))
+        counts = np.minimum(self.count(*texts).numpy(), _MAX_COUNTED_LENGTH)
+        self.histogram += np.bincount(counts, minlength=self.histogram.size)
+        self.pending = []
+
+
+def check_split(split, source, packer=None, max_seq_length=128, known_labels=None,
+                bad_rows="error", dedupe=False, rejected_path=None, batch_size=1024,
+                progress=True):
+    """Checks every row of `source`; returns a `SplitCheck`.
+
+    Args:
+        split: "train", "eval" or "predict" (named in the report).
+        source: a `FileSource` or `ListSource`.
+        packer: a `TextPacker`, for token lengths (None: no length statistics).
+        known_labels: labels a row may carry (None: any); others are bad rows.
+        bad_rows: "error" (the first bad row raises `DataError`) or "skip".
+        dedupe: mark repeats of an earlier text to be dropped.
+        rejected_path: where rejected rows go (JSON lines) when skipping.
+    """
+    if bad_rows not in BAD_ROW_POLICIES:
+        raise ValueError(f"bad_rows must be one of {BAD_ROW_POLICIES}, not {bad_rows!r}")
+    rejected = RejectedRows(rejected_path) if bad_rows == "skip" and rejected_path else None
+    reasons = collections.Counter()
+    labels = collections.Counter()
+    shard_reports, shard_starts = [], []
+    hashes = array.array("q")
+    lengths = _Lengths(packer, source.pair, batch_size)
+    rows = 0
+    bar = tqdm(unit="row", desc=f"check {split}", disable=not progress, mininterval=2)
+    try:
+        for index, shard in enumerate(source.shards):
+            shard_starts.append(len(hashes))
+            shard_labels = collections.Counter()
+            shard_rows = shard_bad = 0
+            for item in source.read(index):
+                shard_rows += 1
+                if not isinstance(item, BadRow) and known_labels is not None \
+                        and item.label is not None and item.label not in known_labels:
+                    item = BadRow(item.source, f"unknown label {item.label!r} "
+                                  f"(known: {sorted(known_labels)})", item.text_a, item.id)
+                if isinstance(item, BadRow):
+                    if bad_rows == "error":
+                        raise item.error()
+                    shard_bad += 1
+                    reasons[item.reason] += 1
+                    if rejected:
+                        rejected.add(item)
+                    continue
+                if item.label is not None:
+                    shard_labels[item.label] += 1
+                hashes.append(_text_key(item))
+                lengths.add(item)
+            bar.update(shard_rows)
+            rows += shard_rows
+            labels.update(shard_labels)
+            shard_reports.append(dict(file=shard, rows=shard_rows, bad_rows=shard_bad,
+                                      labels=dict(sorted(shard_labels.items()))))
+        lengths.flush()
+    finally:
+        bar.close()
+        if rejected:
+            rejected.close()
+
+    keys = np.frombuffer(hashes, dtype=np.int64) if hashes else np.zeros(0, np.int64)
+    _, first = np.unique(keys, return_index=True)
+    repeat = np.ones(len(keys), bool)
+    repeat[first] = False
+    duplicates = int(repeat.sum())
+    drop = collections.defaultdict(set)
+    if dedupe:
+        starts = np.asarray(shard_starts + [len(keys)])
+        for ordinal in np.flatnonzero(repeat):
+            shard = int(np.searchsorted(starts, ordinal, side="right") - 1)
+            drop[shard].add(int(ordinal - starts[shard]))
+    good = len(keys)
+    kept = good - (duplicates if dedupe else 0)
+
+    warnings = []
+    overall = len(labels)
+    for shard in shard_reports:
+        shard["single_label"] = overall > 1 and len(shard["labels"]) == 1
+        if shard["single_label"]:
+            warnings.append(f"{shard['file']}: every row has label "
+                            f"{next(iter(shard['labels']))!r} (was the data shuffled before "
+                            "it was split into shards?)")
+    if duplicates:
+        warnings.append(f"{duplicates} row(s) repeat an earlier text"
+                        + (" (dropped: --dedupe)" if dedupe else " (--dedupe drops them)"))
+    skipped = sum(reasons.values())
+    if skipped:
+        warnings.append(f"{skipped} bad row(s) skipped" +
+                        (f", written to {rejected_path}" if rejected else ""))
+    report = dict(split=split, files=len(source.shards), rows=rows, good_rows=good,
+                  bad_rows=skipped, bad_row_reasons=dict(reasons.most_common(20)),
+                  rejected_rows_file=rejected_path if rejected else None,
+                  empty_texts=sum(n for r, n in reasons.items() if r.startswith("empty text")),
+                  unknown_labels=sum(n for r, n in reasons.items()
+                                     if r.startswith("unknown label")),
+                  duplicate_texts=duplicates, duplicates_dropped=duplicates if dedupe else 0,
+                  rows_used=kept, labels=dict(sorted(labels.items())), shards=shard_reports,
+                  single_label_shards=[s["file"] for s in shard_reports if s["single_label"]])
+    if lengths.count is not None:
+        histogram = lengths.histogram
+        truncated = int(histogram[max_seq_length + 1:].sum())
+        report["token_lengths"] = dict(
+            max_seq_length=max_seq_length, **_percentiles(histogram),
+            max=int(np.flatnonzero(histogram).max()) if histogram.any() else 0,
+            truncated_rows=truncated, truncated_fraction=truncated / good if good else 0.0)
+        if truncated:
+            warnings.append(f"{truncated} row(s) ({100.0 * truncated / good:.1f}%) are longer "
+                            f"than --max_seq_length={max_seq_length} tokens and get truncated")
+    report["warnings"] = warnings
+    if not good:
+        raise DataError(f"{source!r}: no usable rows in the {split} data")
+    return SplitCheck(report=report, kept=kept, label_counts=labels, drop=dict(drop))
+
+
+def summary_lines(report):
+    """A short human-readable account of one split's report."""
+    lines = [f"data check, {report['split']}: {report['rows']} rows in {report['files']} file(s), "
+             f"{report['rows_used']} used, {report['bad_rows']} bad, "
+             f"{report['duplicate_texts']} duplicate texts"]
+    if report["labels"]:
+        total = sum(report["labels"].values())
+        lines.append("  labels: " + ", ".join(f"{k} {v} ({100.0 * v / total:.1f}%)"
+                                              for k, v in report["labels"].items()))
+    lengths = report.get("token_lengths")
+    if lengths:
+        lines.append("  tokens: " + ", ".join(f"{p} {lengths[f'p{p}']}" for p in PERCENTILES)
+                     + f", max {lengths['max']}; {lengths['truncated_rows']} row(s) over "
+                     f"{lengths['max_seq_length']}")
+    lines += [f"  warning: {w}" for w in report["warnings"]]
+    return lines
