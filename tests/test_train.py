@@ -82,6 +82,8 @@ def test_an_interrupted_run_resumes_to_the_same_weights(tmp_path):
     model, optimizer, dataset_fn, loss_fn = _toy_setup(resumed_dir, seed=123)  # fresh weights
     timing = train.fit(model, optimizer, loss_fn, dataset_fn, 4, 3, 8, resumed_dir)
     assert timing["steps"] == 12 - 6 and int(optimizer.iterations) == 12
+    # The first call (which traces) is kept out of the steady rate: 5 of the 6 steps count.
+    assert timing["first_call_steps"] == 1 and timing["steady_examples_per_second"] > 0
     for got, want in zip(model.weights, expected):
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-6)
     history = json.load(open(os.path.join(resumed_dir, train.HISTORY_FILE)))

