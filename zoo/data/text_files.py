@@ -172,18 +172,19 @@ def example_from_row(row, columns, where, require_label=True):
             return None
         return str(row[column])
 
-    raw = json.dumps(row, ensure_ascii=False)
+    def bad(reason):  # the raw text is only built for a bad row: this runs for every row
+        return BadRow(where, reason, json.dumps(row, ensure_ascii=False), value(columns.id))
+
     for role, column in wanted.items():
         if column and column not in row:
-            return BadRow(where, f"no {role} column {column!r} (columns: {list(row)})", raw,
-                          value(columns.id))
+            return bad(f"no {role} column {column!r} (columns: {list(row)})")
     text_a, text_b = value(columns.text), value(columns.text_b)
     for column, text in ((columns.text, text_a), (columns.text_b, text_b)):
         if column and _is_empty(text):
-            return BadRow(where, f"empty text in column {column!r}", raw, value(columns.id))
+            return bad(f"empty text in column {column!r}")
     label = value(columns.label)
     if require_label and (label is None or not label.strip()):
-        return BadRow(where, f"empty label in column {columns.label!r}", raw, value(columns.id))
+        return bad(f"empty label in column {columns.label!r}")
     return Example(text_a=text_a, text_b=text_b, label=label.strip() if label is not None else None,
                    id=value(columns.id), source=where)
 
