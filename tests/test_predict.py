@@ -99,7 +99,7 @@ def test_streamed_prediction_keeps_order_and_count_over_shards(core_and_packer, 
     assert len(rows) == 25
     assert [p is None for _, p in rows].count(True) == 2
     count = predict.predict_to_file(core, packer, source, out, ["a", "b", "c"], batch_size=4,
-                                    bad_rows="skip", has_id=True)
+                                    bad_rows="skip")
     written = [json.loads(line) for line in open(out, encoding="utf-8")]
     assert count == len(written) == 25
     assert [w["id"] for w in written] == ids[:21] + [None] + ids[22:]  # a broken row has no id

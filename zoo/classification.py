@@ -75,8 +75,9 @@ class Classifier:
     def evaluate(self, source, epoch=None, step=None, data_check=None):
         """Metrics on a source: eval_results.json, a confusion-matrix plot, and (with the
         training `step` they belong to) TensorBoard scalars in MODEL_DIR/eval."""
-        data_check = data_check or check_splits(self.settings, {"eval": source}, self.packer,
-                                                self.labels, self.chief)["eval"]
+        if data_check is None:
+            data_check = check_splits(self.settings, {"eval": source}, self.packer, self.labels,
+                                      self.chief)[0]["eval"]
         logits, label_ids = self.logits_and_labels(source, data_check.kept)
         loss = float(tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(
             label_ids, logits, from_logits=True)))
@@ -116,7 +117,8 @@ def check_splits(settings, sources, packer, labels=None, chief=True, label_map=N
     dir as data_check_<split>.json, rejected rows in rejected_rows_<split>.jsonl.
 
     Labels: a split is checked against `labels` if given; the train split, when there are no
-    labels yet, against the label map (if any). Returns {split: SplitCheck}.
+    labels yet, against the label map (if any), and its labels then become the vocabulary the
+    later splits are checked against. Returns ({split: SplitCheck}, that vocabulary or None).
     """
     results = {}
     for split, source in sources.items():
@@ -137,11 +139,11 @@ def check_splits(settings, sources, packer, labels=None, chief=True, label_map=N
         if chief:
             save_json(os.path.join(settings.model_dir, f"data_check_{split}.json"), result.report)
             print("\n".join(check.summary_lines(result.report)))
-    return results
+    return results, labels
 
 
-def _labels_for_training(settings, train_check, chief):
-    labels = LabelVocab.from_labels(train_check.label_counts, parse_label_map(settings.label_map))
+def _keep_labels(settings, labels, chief):
+    """Saves the training data's vocabulary, unless a resumed run's saved one differs."""
     saved = os.path.join(settings.model_dir, "labels.json")
     if os.path.exists(saved):
         previous = LabelVocab.load(settings.model_dir)
@@ -150,7 +152,6 @@ def _labels_for_training(settings, train_check, chief):
                              f"data's {labels.raw_labels}; use a new --model_dir")
     if chief:
         labels.save(settings.model_dir)
-    return labels
 
 
 def _train(settings, read_split, evaluate_each_epoch, strategy):
@@ -159,9 +160,9 @@ def _train(settings, read_split, evaluate_each_epoch, strategy):
     if evaluate_each_epoch:
         sources["eval"] = read_split("eval")
     packer = make_packer(settings, strategy)
-    checks = check_splits(settings, sources, packer, chief=chief,
-                          label_map=parse_label_map(settings.label_map))
-    labels = _labels_for_training(settings, checks["train"], chief)
+    checks, labels = check_splits(settings, sources, packer, chief=chief,
+                                  label_map=parse_label_map(settings.label_map))
+    _keep_labels(settings, labels, chief)
     clf = Classifier(settings, labels, strategy, packer)
     batch = settings.train_batch_size
     steps_per_epoch, epochs = train.plan_epochs(checks["train"].kept, settings)
@@ -224,8 +225,8 @@ def check_data(settings, read_split, strategy):
     labels = None
     if "train" not in sources and os.path.exists(os.path.join(settings.model_dir, "labels.json")):
         labels = LabelVocab.load(settings.model_dir)
-    checks = check_splits(settings, sources, make_packer(settings, strategy), labels,
-                          label_map=parse_label_map(settings.label_map), bad_rows="skip")
+    checks, _ = check_splits(settings, sources, make_packer(settings, strategy), labels,
+                             label_map=parse_label_map(settings.label_map), bad_rows="skip")
     return {split: result.report for split, result in checks.items()}
 
 
@@ -256,7 +257,7 @@ def run(mode, settings: Settings, read_split):
         source = read_split("predict")
         count = predict.predict_to_file(clf.core, clf.packer, source, settings.output_file,
                                         clf.labels.names, settings.eval_batch_size,
-                                        settings.bad_rows, source.has_id, clf.strategy)
+                                        settings.bad_rows, clf.strategy)
         print(f"wrote {count} predictions to {settings.output_file}")
         return count
     if not settings.export_dir:

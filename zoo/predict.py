@@ -10,8 +10,6 @@ label; with `"error"` it stops the run, and no output file is left behind.
 import csv
 import json
 import os
-import threading
-
 import numpy as np
 import tensorflow as tf
 from tqdm import tqdm
@@ -38,10 +36,11 @@ class _Rows:
         self.batch_size = batch_size
         self.chunk_rows = batch_size * chunk_batches
         self.sort_by_length = sort_by_length
-        self.items = {}  # input index -> Example or BadRow, until written
+        # Input index -> Example or BadRow, until written. Shared with the consumer without a
+        # lock: each access is one dict operation, atomic in CPython.
+        self.items = {}
         self.total = None  # rows read in all, once the source is exhausted
         self.error = None  # an exception the reader hit (raised again by the consumer)
-        self.lock = threading.Lock()
 
     def generate(self):
         index = 0
@@ -49,8 +48,7 @@ class _Rows:
         try:
             for shard in range(len(self.source.shards)):
                 for item in self.source.read(shard):
-                    with self.lock:
-                        self.items[index] = item
+                    self.items[index] = item
                     if not isinstance(item, BadRow):
                         chunk.append((index, item))
                     index += 1
@@ -95,8 +93,7 @@ def stream_predictions(core, packer, source, batch_size, sort_by_length=True,
     def ready():
         nonlocal next_index
         while True:
-            with rows.lock:
-                item = rows.items.get(next_index)
+            item = rows.items.get(next_index)
             if item is None:
                 return
             if isinstance(item, BadRow):
@@ -105,8 +102,7 @@ def stream_predictions(core, packer, source, batch_size, sort_by_length=True,
                 probabilities = done.pop(next_index)
             else:
                 return
-            with rows.lock:
-                del rows.items[next_index]
+            del rows.items[next_index]
             next_index += 1
             yield item, probabilities
 
@@ -200,13 +196,13 @@ def write_predictions(path, examples, probabilities, label_names):
 
 
 def predict_to_file(core, packer, source, path, label_names, batch_size, bad_rows="error",
-                    has_id=False, strategy=None):
+                    strategy=None):
     """Predicts every row of `source` into `path`; returns the number of rows written.
 
     `bad_rows="error"` stops at the first bad row with its `DataError` (no file is left);
     `"skip"` writes it as a row with an `error` field.
     """
-    writer = PredictionWriter(path, label_names, has_id, with_errors=bad_rows == "skip")
+    writer = PredictionWriter(path, label_names, source.has_id, with_errors=bad_rows == "skip")
     try:
         for item, probabilities in stream_predictions(core, packer, source, batch_size,
                                                       strategy=strategy):

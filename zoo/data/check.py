@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 from tqdm import tqdm
 
-from zoo.data.sources import RejectedRows
+from zoo.data.sources import RejectedRows, with_known_labels
 from zoo.data.text_files import BadRow, DataError
 
 BAD_ROW_POLICIES = ("error", "skip")
@@ -108,12 +108,11 @@ def check_split(split, source, packer=None, max_seq_length=128, known_labels=Non
             shard_starts.append(len(hashes))
             shard_labels = collections.Counter()
             shard_rows = shard_bad = 0
-            for item in source.read(index):
+            items = source.read(index)
+            if known_labels is not None:
+                items = with_known_labels(items, known_labels)
+            for item in items:
                 shard_rows += 1
-                if not isinstance(item, BadRow) and known_labels is not None \
-                        and item.label is not None and item.label not in known_labels:
-                    item = BadRow(item.source, f"unknown label {item.label!r} "
-                                  f"(known: {sorted(known_labels)})", item.text_a, item.id)
                 if isinstance(item, BadRow):
                     if bad_rows == "error":
                         raise item.error()

@@ -9,6 +9,7 @@ the data.
 import numpy as np
 import tensorflow as tf
 
+from zoo.data.sources import with_known_labels
 from zoo.data.text_files import BadRow
 
 DEFAULT_SHUFFLE_BUFFER = 100_000
@@ -27,12 +28,12 @@ def _rows(source, shard, labels, drop):
     already stopped the run on them (`--bad_rows=error`) or written them out (`skip`).
     """
     skip = drop.get(shard, ())
-    known = labels.known() if labels is not None else None
+    items = source.read(shard)
+    if labels is not None:  # rows with labels outside the vocabulary are bad rows too
+        items = with_known_labels(items, labels.known())
     ordinal = 0
-    for item in source.read(shard):
+    for item in items:
         if isinstance(item, BadRow):
-            continue
-        if known is not None and item.label not in known:
             continue
         ordinal += 1
         if ordinal - 1 in skip:

@@ -14,7 +14,7 @@ import os
 
 import tensorflow as tf
 
-from zoo.data.text_files import BadRow, Columns, DataError, example_from_row, iter_file
+from zoo.data.text_files import BadRow, Columns, DataError, Example, example_from_row, iter_file
 
 TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".tfrec")
 
@@ -105,6 +105,15 @@ class ListSource:
 
     def __repr__(self):
         return f"ListSource({self.shards[0]!r}, {len(self.examples)} examples)"
+
+
+def with_known_labels(items, known):
+    """`items` with every `Example` whose label is not in `known` turned into a `BadRow`."""
+    for item in items:
+        if isinstance(item, Example) and item.label is not None and item.label not in known:
+            item = BadRow(item.source, f"unknown label {item.label!r} (known: {sorted(known)})",
+                          item.text_a, item.id)
+        yield item
 
 
 def iterate(source, shards=None):
