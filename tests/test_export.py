@@ -63,3 +63,26 @@ def test_saved_model_cli_lists_the_signature(tiny_hub, tmp_path):
     for name in ("inputs['text']", "outputs['label']", "outputs['label_id']",
                  "outputs['probabilities']"):
         assert name in result.stdout
+
+
+class _LengthCore(tf.Module):
+    """A stand-in classifier whose logits tell the sequence length it was given."""
+
+    def __call__(self, inputs, training=False):
+        length = tf.cast(tf.shape(inputs["input_word_ids"])[1], tf.float32)
+        rows = tf.shape(inputs["input_word_ids"])[0]
+        return tf.stack([tf.fill([rows], length / 10.0), tf.zeros([rows])], axis=1)
+
+
+@pytest.mark.parametrize("trim_padding", [True, False])
+def test_export_trims_each_request_to_its_longest_row(tiny_hub, tmp_path, trim_padding):
+    packer = models.TextPacker(tiny_hub + "/preprocessor", seq_length=32)
+    export_dir = export.export_classifier(str(tmp_path / "e"), _LengthCore(), packer, ["a", "b"],
+                                          trim_padding=trim_padding)
+    serve = tf.saved_model.load(export_dir).signatures["serving_default"]
+    texts = tf.constant(["a fine film", "a dull film that goes on and on"])
+    longest = int(tf.reduce_max(tf.reduce_sum(packer(texts)["input_mask"], axis=1)))
+    probabilities = serve(text=texts)["probabilities"].numpy()
+    seen = np.log(probabilities[:, 0] / probabilities[:, 1]) * 10
+    np.testing.assert_allclose(seen, longest if trim_padding else 32, atol=1e-3)
+    assert longest < 32

@@ -26,12 +26,17 @@ from zoo.files import save_json
 from zoo.models import TextPacker, classifier_core
 from zoo.settings import RunSettings, start_run
 
+PADDINGS = ("dynamic", "bucketed", "fixed")
+
+
 @dataclasses.dataclass
 class Settings(RunSettings):
     """Classification settings: the common ones plus text pairs, padding and label names."""
 
     pair: bool = False  # two texts per example (text_a, text_b)
-    padding: str = "dynamic"  # "dynamic": batches cut to their longest row; "fixed": max_seq_length
+    # "dynamic": batches cut to their longest row; "bucketed": dynamic, over training batches
+    # of rows of similar length (zoo.data.pipeline.group_by_length); "fixed": max_seq_length
+    padding: str = "bucketed"
     label_map: str = ""
     bad_rows: str = "error"  # "error": stop at the first bad row; "skip": set it aside
     dedupe: bool = False  # drop training rows whose text repeats an earlier one
@@ -44,13 +49,14 @@ class Classifier:
     def __init__(self, settings: Settings, labels: LabelVocab, strategy=None, packer=None):
         self.settings = settings
         self.labels = labels
-        if settings.padding not in ("dynamic", "fixed"):
-            raise ValueError(f"padding must be 'dynamic' or 'fixed', not {settings.padding!r}")
+        if settings.padding not in PADDINGS:
+            raise ValueError(f"padding must be one of {PADDINGS}, not {settings.padding!r}")
         self.strategy = strategy or distribute.strategy_for(settings)
         self.chief = distribute.is_chief(self.strategy)
         on_tpu = distribute.is_tpu(self.strategy)
         # TPUs compile one program per shape: keep every batch at max_seq_length.
-        self.dynamic_padding = settings.padding == "dynamic" and not on_tpu
+        self.dynamic_padding = settings.padding != "fixed" and not on_tpu
+        self.padding = settings.padding if self.dynamic_padding else "fixed"
         encoder, _ = hub.resolve_handles(settings.encoder_handle, settings.preprocessor_handle)
         self.packer = packer or make_packer(settings, self.strategy)
         keras.utils.set_random_seed(settings.seed)
@@ -174,6 +180,7 @@ def _train(settings, read_split, evaluate_each_epoch, strategy):
         return classification_dataset(sources["train"], clf.packer, batch, labels,
                                       shuffle_seed=settings.seed + epoch, drop_remainder=True,
                                       dynamic_padding=clf.dynamic_padding,
+                                      group_by_lengths=clf.padding == "bucketed",
                                       shuffle_buffer=settings.shuffle_buffer,
                                       drop=checks["train"].drop)
 
@@ -194,7 +201,7 @@ def _train(settings, read_split, evaluate_each_epoch, strategy):
     timing.update(wall_seconds=time.time() - began, train_examples=checks["train"].kept,
                   skipped_bad_rows=report["bad_rows"],
                   duplicates_dropped=report["duplicates_dropped"],
-                  batch_size=batch, padding="dynamic" if clf.dynamic_padding else "fixed",
+                  batch_size=batch, padding=clf.padding,
                   max_seq_length=settings.max_seq_length,
                   strategy=type(clf.strategy).__name__,
                   replicas=clf.strategy.num_replicas_in_sync)

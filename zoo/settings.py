@@ -3,7 +3,7 @@ import dataclasses
 import os
 from typing import Optional
 
-from zoo import distribute
+from zoo import distribute, precision
 from zoo.hub import DEFAULT_MODEL
 
 MODES = ("train", "eval", "train_and_eval", "predict", "export", "check_data")
@@ -31,16 +31,22 @@ class RunSettings:
     num_gpus: int = 0
     devices: Optional[list] = None  # explicit devices for "mirrored" (e.g. logical CPUs)
     steps_per_execution: int = 1
+    precision: str = "auto"  # see zoo.precision: auto = bf16 on a CPU with AMX-BF16
     export_dir: Optional[str] = None
     output_file: Optional[str] = None
 
 
 def start_run(mode, settings: RunSettings):
-    """Checks the mode, makes the model dir and returns the run's strategy.
+    """Checks the mode, makes the model dir, sets the compute precision; returns the strategy.
 
-    The strategy comes first: multi-worker training needs it before any other TF work.
+    The strategy comes first: multi-worker training needs it before any other TF work. The
+    precision is set before any tf.function runs (it applies to graphs optimized after it).
     """
     if mode not in MODES:
         raise ValueError(f"--mode must be one of {MODES}, not {mode!r}")
+    precision.resolve(settings.precision)  # a bad value fails before any work
     os.makedirs(settings.model_dir, exist_ok=True)
-    return distribute.strategy_for(settings)
+    strategy = distribute.strategy_for(settings)
+    precision.apply(settings.precision, accelerators=1 if distribute.is_tpu(strategy) else None,
+                    training=mode in ("train", "train_and_eval"))
+    return strategy

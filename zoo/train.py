@@ -13,7 +13,7 @@ import tf_keras as keras
 from absl import logging
 from tqdm import tqdm
 
-from zoo import distribute
+from zoo import distribute, precision
 from zoo.files import save_json
 
 NO_WEIGHT_DECAY = ("layer_norm", "LayerNorm", "bias")
@@ -249,8 +249,9 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
                 for name, metric in metrics.items():
                     tf.summary.scalar(name, metric.result())
         if on_epoch_end is not None:
-            record.update({f"eval_{k}": v for k, v in on_epoch_end(epoch, record).items()
-                           if isinstance(v, float)})
+            with precision.for_evaluation():
+                evaluated = on_epoch_end(epoch, record)
+            record.update({f"eval_{k}": v for k, v in evaluated.items() if isinstance(v, float)})
         history = [h for h in history if h["epoch"] != epoch + 1] + [record]
         if chief:
             save_json(os.path.join(model_dir, HISTORY_FILE), history)
@@ -263,6 +264,7 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
     steady_seconds = timing["seconds"] - timing.get("first_call_seconds", 0.0)
     timing["steady_examples_per_second"] = (steady_steps * batch_size / steady_seconds
                                             if steady_steps and steady_seconds > 0 else 0.0)
+    timing["precision"] = precision.current()
     timing["weights_fingerprint"] = weights_fingerprint(model)
     logging.info("weights fingerprint: %r", timing["weights_fingerprint"])
     return timing

@@ -34,3 +34,31 @@ def test_a_seed_fixes_the_order_and_different_seeds_differ(tiny_hub):
     unshuffled = np.concatenate([b["input_word_ids"].numpy()[:, 2] for b in
                                  classification_dataset(ListSource(examples), packer, 10)])
     assert sorted(order(3)) == sorted(unshuffled)
+
+
+def test_length_grouped_batches_keep_every_row_and_cut_padding(tiny_hub):
+    packer = models.TextPacker(tiny_hub + "/preprocessor", seq_length=64)
+    # Row i has i % 40 + 1 words: lengths all mixed up in file order.
+    examples = [Example(" ".join(["film"] * (i % 40 + 1)) + f" {i}", label=str(i % 2))
+                for i in range(203)]
+    labels = LabelVocab(["0", "1"])
+
+    def batches(seed, grouped):
+        return [(b["input_mask"].numpy(), y.numpy()) for b, y in classification_dataset(
+            ListSource(examples), packer, 8, labels, seed, dynamic_padding=True,
+            group_by_lengths=grouped, drop_remainder=False)]
+
+    grouped, plain = batches(5, True), batches(5, False)
+    lengths = lambda bs: sorted(int(n) for m, _ in bs for n in m.sum(1))  # noqa: E731
+    assert lengths(grouped) == lengths(plain)  # the same rows, each once
+    assert sum(len(y) for _, y in grouped) == 203
+    padded = lambda bs: sum(m.size for m, _ in bs)  # noqa: E731  (tokens computed, padding too)
+    assert padded(grouped) < 0.75 * padded(plain)
+    # Batch lengths are not in sorted order (batches are shuffled within their window) ...
+    longest = [int(m.sum(1).max()) for m, _ in grouped]
+    assert longest != sorted(longest)
+    # ... and the order is fixed by the seed.
+    again = batches(5, True)
+    assert all(np.array_equal(a[0], b[0]) for a, b in zip(grouped, again))
+    other = batches(6, True)
+    assert not all(np.array_equal(a[0], b[0]) for a, b in zip(grouped, other))

@@ -66,6 +66,9 @@ def test_train_and_eval_writes_everything_to_the_model_dir(trained):
     # The words give the label away. A 32-wide random BERT sometimes merges two of the three
     # classes for a while, so ask for well above chance (1/3), not for perfection.
     assert results["accuracy"] > 0.5
+    from zoo import precision  # pylint: disable=import-outside-toplevel
+    timing = json.load(open(os.path.join(trained, "train_results.json")))
+    assert timing["precision"] == precision.resolve("auto")  # the default, as applied
     history = json.load(open(os.path.join(trained, "history.json")))
     assert [h["epoch"] for h in history] == list(range(1, 11))
     assert history[-1]["train_loss"] < 0.75 * history[0]["train_loss"]

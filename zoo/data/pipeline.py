@@ -13,6 +13,7 @@ from zoo.data.sources import with_known_labels
 from zoo.data.text_files import BadRow
 
 DEFAULT_SHUFFLE_BUFFER = 100_000
+DEFAULT_GROUP_WINDOW = 50  # batches whose rows are sorted together by `group_by_length`
 
 
 def trim_to_longest(packed):
@@ -74,6 +75,29 @@ def example_dataset(source, labels=None, shuffle_seed=None, shuffle_buffer=DEFAU
     return ds.map(lambda a, b, y: {"text_a": a, "text_b": b, "label": y})
 
 
+def group_by_length(ds, packer, pair, batch_size, seed, window_batches=DEFAULT_GROUP_WINDOW):
+    """Reorders rows so that each run of `batch_size` rows has similar token lengths.
+
+    Windows of `window_batches * batch_size` consecutive (already shuffled) rows are sorted by
+    token count and cut into batches, and the full batches of each window are put in a seeded
+    random order; a window's leftover rows (only the last window has any) stay at its end. Every
+    row is kept, and the same seed gives the same order. Batched with dynamic padding, batches
+    of similar lengths carry much less padding than random ones.
+    """
+
+    def sort_window(index, rows):
+        texts = [rows["text_a"]] + ([rows["text_b"]] if pair else [])
+        order = tf.argsort(packer.token_counts(*texts), stable=True)
+        full = tf.size(order) // batch_size * batch_size
+        window_seed = tf.stack([tf.constant(seed, tf.int64), index])
+        blocks = tf.random.experimental.stateless_shuffle(
+            tf.reshape(order[:full], [-1, batch_size]), seed=window_seed)
+        order = tf.concat([tf.reshape(blocks, [-1]), order[full:]], axis=0)
+        return {k: tf.gather(v, order) for k, v in rows.items()}
+
+    return ds.batch(batch_size * window_batches).enumerate().map(sort_window).unbatch()
+
+
 def pack_batches(ds, packer, pair, batch_size, with_labels, drop_remainder=False,
                  dynamic_padding=False):
     """Batches rows and packs them in the graph: `(packed, label ids)` or `packed`."""
@@ -91,12 +115,16 @@ def pack_batches(ds, packer, pair, batch_size, with_labels, drop_remainder=False
 
 def classification_dataset(source, packer, batch_size, labels=None, shuffle_seed=None,
                            drop_remainder=False, dynamic_padding=False,
-                           shuffle_buffer=DEFAULT_SHUFFLE_BUFFER, drop=None):
+                           shuffle_buffer=DEFAULT_SHUFFLE_BUFFER, drop=None,
+                           group_by_lengths=False):
     """Batches of `(packed inputs, label ids)` (or packed inputs alone when `labels` is None)
     from a source, streamed; see `example_dataset` for shuffling and `drop`.
 
-    `dynamic_padding` trims each batch to its longest row instead of the packer's full length.
+    `dynamic_padding` trims each batch to its longest row instead of the packer's full length;
+    `group_by_lengths` (with a `shuffle_seed`) makes batches of rows of similar length first.
     """
     ds = example_dataset(source, labels, shuffle_seed, shuffle_buffer, drop)
+    if group_by_lengths:
+        ds = group_by_length(ds, packer, source.pair, batch_size, shuffle_seed or 0)
     return pack_batches(ds, packer, source.pair, batch_size, labels is not None, drop_remainder,
                         dynamic_padding)

@@ -1,0 +1,70 @@
+r"""SQuAD v1.1 training throughput (windows, i.e. features, per second at length 384), beside the peer.
+
+  python bench/squad_throughput.py
+
+First the peer, `bench/peer_squad.py` (transformers `BertForQuestionAnswering`, same checkpoint,
+questions, batch size and length) in a subprocess (--peer=false skips it). Then zoo's own
+training path (`zoo.squad.run`, what `tasks.squad.train` runs, at --precision) for --steps
+steps on the first --questions questions of the train file. Each side's first steps (zoo: the
+first call, which traces; the peer: --warmup_steps) are not timed. Prints one JSON line.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+from absl import app, flags
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+flags.DEFINE_string("train_file", os.path.join(ROOT, "..", "shared", "data", "squad_v1",
+                                               "train-v1.1-explorer.json"), "SQuAD v1.1 train.")
+flags.DEFINE_integer("questions", 400, "Questions used (the first ones of the file).")
+flags.DEFINE_integer("batch_size", 32, "Training batch size (windows).")
+flags.DEFINE_integer("steps", 8, "Timed training steps per side.")
+flags.DEFINE_enum("precision", "auto", ["auto", "bf16", "fp32"], "zoo's precision.")
+flags.DEFINE_bool("peer", True, "Run the PyTorch peer first (needs ./install.sh bench).")
+FLAGS = flags.FLAGS
+
+
+def main(argv):
+    del argv
+    peer = None
+    if FLAGS.peer:
+        finished = subprocess.run(
+            [sys.executable, os.path.join(ROOT, "bench", "peer_squad.py"),
+             f"--train_file={FLAGS.train_file}", f"--questions={FLAGS.questions}",
+             f"--batch_size={FLAGS.batch_size}", f"--steps={FLAGS.steps}"],
+            capture_output=True, text=True, check=False, cwd=os.path.join(ROOT, "bench"))
+        if finished.returncode:
+            raise SystemExit(f"the peer failed:\n{finished.stderr[-3000:]}")
+        peer = json.loads(finished.stdout.strip().splitlines()[-1])
+    from zoo import squad  # pylint: disable=import-outside-toplevel
+    from zoo.data.squad import read_squad  # pylint: disable=import-outside-toplevel
+
+    examples = read_squad(FLAGS.train_file)[:FLAGS.questions]
+    model_dir = tempfile.mkdtemp(prefix="zoo-bench-squad-")
+    try:
+        settings = squad.Settings(model_dir=model_dir, train_batch_size=FLAGS.batch_size,
+                                  max_train_steps=FLAGS.steps + 1, num_train_epochs=1,
+                                  precision=FLAGS.precision)
+        squad.run("train", settings, lambda split: examples)
+        with open(os.path.join(model_dir, "train_results.json"), encoding="utf-8") as f:
+            timing = json.load(f)
+    finally:
+        shutil.rmtree(model_dir, ignore_errors=True)
+    results = dict(questions=len(examples), windows=timing["train_windows"],
+                   batch_size=FLAGS.batch_size, max_seq_length=timing["max_seq_length"],
+                   precision=timing["precision"],
+                   timed_steps=timing["steps"] - timing["first_call_steps"],
+                   windows_per_second=round(timing["steady_examples_per_second"], 3))
+    if peer:
+        results["peer"] = peer
+        results["ratio_zoo_over_peer"] = round(
+            results["windows_per_second"] / peer["windows_per_second"], 3)
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    app.run(main)
