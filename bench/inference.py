@@ -36,7 +36,8 @@ flags.DEFINE_integer("max_seq_length", 128, "Sequence length of the export.")
 flags.DEFINE_list("batch_sizes", ["32", "64"], "Batch sizes of the throughput runs.")
 flags.DEFINE_integer("repeats", 3, "Timed passes over dev per policy (best is kept).")
 flags.DEFINE_integer("latency_requests", 200, "One-text requests of the latency run.")
-flags.DEFINE_enum("precision", "auto", ["auto", "bf16", "fp32"], "See zoo.precision.")
+flags.DEFINE_enum("precision", "auto", ["auto", "bf16", "fp32"],
+                  "See zoo.precision (auto: fp32 outside training, as in tasks).")
 flags.DEFINE_bool("peer", True, "Run the PyTorch peer first (needs ./install.sh bench).")
 FLAGS = flags.FLAGS
 
@@ -104,7 +105,7 @@ def main(argv):
     texts = sst2_sentences(os.path.join(FLAGS.data_dir, "dev.tsv"))
     by_length = sorted(texts, key=len)
     results = dict(examples=len(texts), max_seq_length=FLAGS.max_seq_length,
-                   precision=precision.apply(FLAGS.precision))
+                   precision=precision.apply(FLAGS.precision, training=False))
     with tempfile.TemporaryDirectory(prefix="zoo-bench-export-") as folder:
         trimmed_dir, fixed_dir = write_exports(folder)
         serving = {name: tf.saved_model.load(path).signatures["serving_default"]
