@@ -17,6 +17,20 @@ def test_default_model_is_built_into_the_cache_once_and_reused(minilm_hub, zoo_c
     assert os.path.getmtime(os.path.join(minilm_hub, build.BUILD_INFO)) == stamp
 
 
+def test_a_cached_build_of_an_older_format_is_rebuilt(monkeypatch, tmp_path):
+    import json  # pylint: disable=import-outside-toplevel
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path))
+    folder = hub.ensure_built("tiny")
+    info_path = os.path.join(folder, build.BUILD_INFO)
+    info = json.load(open(info_path))
+    assert info["format"] == build.BUILD_FORMAT
+    del info["format"]  # as builds made before formats were numbered
+    json.dump(info, open(info_path, "w"))
+    assert build.build_format(folder) == 1
+    assert hub.ensure_built("tiny") == folder
+    assert build.build_format(folder) == build.BUILD_FORMAT
+
+
 def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path))
     assert hub.cache_dir() == str(tmp_path)

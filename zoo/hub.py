@@ -105,12 +105,14 @@ def _file_lock(path):
 
 
 def ensure_built(source):
-    """Builds the locally made model `source` into the cache once; returns its folder."""
+    """Builds the locally made model `source` into the cache once; returns its folder.
+
+    A cached build of an older format (see `zoo.hub_build.build.BUILD_FORMAT`) is rebuilt.
+    """
     folder = os.path.join(cache_dir(), "hub", source)
-    info = os.path.join(folder, hub_build.BUILD_INFO)
-    if not os.path.exists(info):
+    if hub_build.build_format(folder) != hub_build.BUILD_FORMAT:
         with _file_lock(folder + ".lock"):  # several processes (workers) may ask at once
-            if not os.path.exists(info):
+            if hub_build.build_format(folder) != hub_build.BUILD_FORMAT:
                 hub_build.build(source, folder, overwrite=True)
     return folder
 

@@ -22,6 +22,9 @@ TINY = "tiny"
 TINY_CONFIG = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                    intermediate_size=64, max_position_embeddings=512)
 BUILD_INFO = "zoo_build_info.json"
+# Raised when the SavedModels zoo writes change (the weights may not); cached builds of an older
+# format are rebuilt by `zoo.hub.ensure_built`. 2: 2-D activations inside the encoder.
+BUILD_FORMAT = 2
 
 
 def minilm_folder():
@@ -64,6 +67,15 @@ def save_preprocessor(path, vocab_file, do_lower_case, default_seq_length=128):
     tf.saved_model.save(module, path)
 
 
+def build_format(output_dir):
+    """The format number of a build in `output_dir` (1 for builds that predate it, None if none)."""
+    try:
+        with open(os.path.join(output_dir, BUILD_INFO), encoding="utf-8") as f:
+            return json.load(f).get("format", 1)
+    except (OSError, ValueError):
+        return None
+
+
 def build(source, output_dir, do_lower_case=None, seed=0, overwrite=False):
     """Builds `output_dir/encoder` and `output_dir/preprocessor` from `source`; returns output_dir.
 
@@ -76,7 +88,8 @@ def build(source, output_dir, do_lower_case=None, seed=0, overwrite=False):
     with atomic_directory(output_dir) as staging:
         save_encoder(os.path.join(staging, "encoder"), config, vocab_file, lower, checkpoint, seed)
         save_preprocessor(os.path.join(staging, "preprocessor"), vocab_file, lower)
-        info = dict(source=source if source in (MINILM, TINY) else os.path.abspath(source),
+        info = dict(format=BUILD_FORMAT,
+                    source=source if source in (MINILM, TINY) else os.path.abspath(source),
                     do_lower_case=lower, random_init=checkpoint is None, seed=seed,
                     config=config.__dict__)
         with open(os.path.join(staging, BUILD_INFO), "w", encoding="utf-8") as f:

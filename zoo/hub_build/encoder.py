@@ -113,8 +113,9 @@ class TransformerBlock(keras.layers.Layer):
         x = tf.reshape(x, [batch, seq, self.num_heads, self.head_size])
         return tf.transpose(x, [0, 2, 1, 3])
 
-    def call(self, x, attention_bias, training=None):
-        batch, seq = tf.shape(x)[0], tf.shape(x)[1]
+    def call(self, x, attention_bias, batch, seq, training=None):
+        """`x`: `[batch * seq, hidden]`. Activations stay 2-D between layers, so every dense
+        layer is one MatMul + BiasAdd (which oneDNN fuses) rather than Keras' 3-D Tensordot."""
         q = self._split_heads(self.query(x), batch, seq)
         k = self._split_heads(self.key(x), batch, seq)
         v = self._split_heads(self.value(x), batch, seq)
@@ -122,7 +123,7 @@ class TransformerBlock(keras.layers.Layer):
         probs = tf.nn.softmax(scores + attention_bias, axis=-1)
         probs = self.attention_dropout(probs, training=training)
         context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])
-        context = tf.reshape(context, [batch, seq, self.num_heads * self.head_size])
+        context = tf.reshape(context, [batch * seq, self.num_heads * self.head_size])
         attended = self.hidden_dropout(self.attention_output(context), training=training)
         x = self.attention_layer_norm(x + attended)
         ffn = self.output_dense(self.activation(self.intermediate(x)))
@@ -148,10 +149,14 @@ class BertEncoder(keras.layers.Layer):
         # Padding keys get a large negative bias, so softmax gives them zero weight.
         attention_bias = (1.0 - mask[:, tf.newaxis, tf.newaxis, :]) * -1e9
         x = self.embeddings(word_ids, inputs["input_type_ids"], training=training)
+        batch, seq = tf.shape(word_ids)[0], tf.shape(word_ids)[1]
+        hidden = self.config.hidden_size
+        x = tf.reshape(x, [batch * seq, hidden])
         encoder_outputs = []
         for block in self.blocks:
-            x = block(x, attention_bias, training=training)
-            encoder_outputs.append(x)
+            x = block(x, attention_bias, batch, seq, training=training)
+            encoder_outputs.append(tf.reshape(x, [batch, seq, hidden]))
+        x = encoder_outputs[-1]
         pooled = self.pooler(x[:, 0, :])
         return dict(pooled_output=pooled, sequence_output=x,
                     encoder_outputs=encoder_outputs, default=pooled)
