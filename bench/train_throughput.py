@@ -19,12 +19,12 @@ from the encoder's `zoo_build_info.json` (models built by zoo-build-hub).
 import json
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 
 from absl import app, flags
+
+from common import run_peer
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 flags.DEFINE_string("data_dir", os.path.join(ROOT, "..", "shared", "data", "mrpc"),
@@ -81,15 +81,9 @@ def main(argv):
     del argv
     peer = None
     if FLAGS.peer:  # first, before TensorFlow is loaded in this process
-        finished = subprocess.run(
-            [sys.executable, os.path.join(ROOT, "bench", "peer_train.py"),
-             f"--data_dir={FLAGS.data_dir}", f"--batch_size={FLAGS.batch_size}",
-             f"--max_seq_length={FLAGS.max_seq_length}", f"--steps={FLAGS.steps}",
-             f"--padding={','.join(FLAGS.padding)}"],
-            capture_output=True, text=True, check=False)
-        if finished.returncode:
-            raise SystemExit(f"the peer failed:\n{finished.stderr[-3000:]}")
-        peer = json.loads(finished.stdout.strip().splitlines()[-1])
+        peer = run_peer("peer_train.py", data_dir=FLAGS.data_dir, batch_size=FLAGS.batch_size,
+                        max_seq_length=FLAGS.max_seq_length, steps=FLAGS.steps,
+                        padding=",".join(FLAGS.padding))
     from zoo import classification, hub  # pylint: disable=import-outside-toplevel
     from zoo.data.sources import FileSource  # pylint: disable=import-outside-toplevel
     from zoo.data.text_files import glue_columns  # pylint: disable=import-outside-toplevel

