@@ -4,9 +4,10 @@ r"""SQuAD v1.1 training throughput (windows, i.e. features, per second at length
 
 First the peer, `bench/peer_squad.py` (transformers `BertForQuestionAnswering`, same checkpoint,
 questions, batch size and length) in a subprocess (--peer=false skips it). Then zoo's own
-training path (`zoo.squad.run`, what `tasks.squad.train` runs, at --precision) for --steps
-steps on the first --questions questions of the train file. Each side's first steps (zoo: the
-first call, which traces; the peer: --warmup_steps) are not timed. Prints one JSON line.
+training path (`zoo.squad.run`, what `tasks.squad.train` runs, at --precision and --xla_fusion)
+for --steps steps on the first --questions questions of the train file. Each side's first steps
+(zoo: the first call, which traces and compiles; the peer: --warmup_steps) are not timed. Prints
+one JSON line.
 """
 import json
 import os
@@ -24,6 +25,8 @@ flags.DEFINE_integer("questions", 400, "Questions used (the first ones of the fi
 flags.DEFINE_integer("batch_size", 32, "Training batch size (windows).")
 flags.DEFINE_integer("steps", 8, "Timed training steps per side.")
 flags.DEFINE_enum("precision", "auto", ["auto", "bf16", "fp32"], "zoo's precision.")
+flags.DEFINE_enum("xla_fusion", "auto", ["auto", "on", "off"],
+                  "zoo's XLA fusion (zoo.fusion; auto: on, SQuAD windows are one shape).")
 flags.DEFINE_bool("peer", True, "Run the PyTorch peer first (needs ./install.sh bench).")
 FLAGS = flags.FLAGS
 
@@ -42,7 +45,7 @@ def main(argv):
     try:
         settings = squad.Settings(model_dir=model_dir, train_batch_size=FLAGS.batch_size,
                                   max_train_steps=FLAGS.steps + 1, num_train_epochs=1,
-                                  precision=FLAGS.precision)
+                                  precision=FLAGS.precision, xla_fusion=FLAGS.xla_fusion)
         squad.run("train", settings, lambda split: examples)
         with open(os.path.join(model_dir, "train_results.json"), encoding="utf-8") as f:
             timing = json.load(f)
@@ -50,7 +53,8 @@ def main(argv):
         shutil.rmtree(model_dir, ignore_errors=True)
     results = dict(questions=len(examples), windows=timing["train_windows"],
                    batch_size=FLAGS.batch_size, max_seq_length=timing["max_seq_length"],
-                   precision=timing["precision"],
+                   precision=timing["precision"], xla_fusion=timing["xla_fusion"],
+                   first_call_seconds=round(timing["first_call_seconds"], 1),
                    timed_steps=timing["steps"] - timing["first_call_steps"],
                    windows_per_second=round(timing["steady_examples_per_second"], 3))
     if peer:

@@ -5,7 +5,8 @@ r"""Training throughput and model-FLOP utilisation (MFU) of zoo's classifier fin
 First the peer, `bench/peer_train.py` (transformers + PyTorch on the same checkpoint, data, batch,
 length and padding), in a subprocess: the baseline (--peer=false skips it). Then in this process:
 an fp32 matmul peak measured by TensorFlow (and the bf16 one, for reference), then
-`zoo.classification` training (the code path of `tasks.*.train`, at its default precision) for
+`zoo.classification` training (the code path of `tasks.*.train`, at its default precision and
+XLA fusion, so fixed padding is fused and the others are not) for
 --steps steps with each padding policy: fixed (to --max_seq_length), dynamic, and bucketed
 (dynamic over batches of similar lengths; the peer does the same grouping). Each run's steady rate leaves out the first
 call, which traces. Prints one JSON line: examples/s and tokens/s of each policy, model FLOP/s and
@@ -36,6 +37,8 @@ flags.DEFINE_integer("steps", 30, "Training steps per policy (the first call is 
 flags.DEFINE_list("padding", ["fixed", "dynamic", "bucketed"],
                   "Padding policies; the first is the baseline.")
 flags.DEFINE_enum("precision", "auto", ["auto", "bf16", "fp32"], "zoo's precision (zoo.precision).")
+flags.DEFINE_enum("xla_fusion", "auto", ["auto", "on", "off"],
+                  "zoo's XLA fusion (zoo.fusion; auto: on for fixed padding only).")
 flags.DEFINE_integer("matmul_size", 2048, "Side of the square fp32 matmul of the peak.")
 flags.DEFINE_bool("peer", True, "Run the PyTorch peer first (needs ./install.sh bench).")
 FLAGS = flags.FLAGS
@@ -104,7 +107,7 @@ def main(argv):
                 model_dir=model_dir, encoder_handle=FLAGS.encoder_handle,
                 max_seq_length=FLAGS.max_seq_length, train_batch_size=FLAGS.batch_size,
                 max_train_steps=FLAGS.steps, num_train_epochs=1, padding=padding, pair=True,
-                learning_rate=5e-5, precision=FLAGS.precision)
+                learning_rate=5e-5, precision=FLAGS.precision, xla_fusion=FLAGS.xla_fusion)
             classification.run("train", settings, lambda split: source)
             with open(os.path.join(model_dir, "train_results.json"), encoding="utf-8") as f:
                 timing = json.load(f)
@@ -113,7 +116,8 @@ def main(argv):
         rate = timing["steady_examples_per_second"]
         entry = dict(examples_per_second=round(rate, 2),
                      timed_steps=timing["steps"] - timing["first_call_steps"],
-                     precision=timing["precision"])
+                     precision=timing["precision"], xla_fusion=timing["xla_fusion"],
+                     first_call_seconds=round(timing["first_call_seconds"], 1))
         if padding == "fixed":
             tokens = rate * FLAGS.max_seq_length
             flops = tokens * train_flops_per_token(config, FLAGS.max_seq_length)

@@ -55,6 +55,12 @@ flags.DEFINE_enum("precision", "auto", ["auto", "bf16", "fp32"],
                   "optimizer and loss stay fp32), through TensorFlow's oneDNN graph rewrite, which "
                   "also reaches inside Hub encoders; auto: bf16 for training on a CPU with "
                   "AMX-BF16 and no GPU/TPU, fp32 for everything else.")
+flags.DEFINE_enum("xla_fusion", "auto", ["auto", "on", "off"],
+                  "XLA fusion of the training step's elementwise ops and optimizer update on a "
+                  "CPU (matmuls stay with oneDNN). XLA compiles once per batch shape (tens of "
+                  "seconds), so auto: on for training with --padding=fixed (and SQuAD, whose "
+                  "windows are all one length) on one CPU replica, off otherwise. Needs "
+                  "--steps_per_execution=1.")
 flags.DEFINE_string("train_file", None, "Training data: a file, a glob of shards "
                     "(data/train-*.csv) or comma-separated files/globs.")
 flags.DEFINE_string("eval_file", None, "Evaluation data (file, glob or comma-separated list).")
@@ -126,7 +132,7 @@ def settings_kwargs():
         weight_decay=FLAGS.weight_decay, seed=FLAGS.seed,
         checkpoint_every=FLAGS.checkpoint_every, strategy=FLAGS.strategy, tpu=FLAGS.tpu,
         num_gpus=FLAGS.num_gpus, steps_per_execution=FLAGS.steps_per_execution,
-        precision=FLAGS.precision,
+        precision=FLAGS.precision, xla_fusion=FLAGS.xla_fusion,
         export_dir=FLAGS.export_dir, output_file=FLAGS.output_file)
 
 

@@ -247,7 +247,7 @@ def restored(settings, strategy=None):
 
 def run(mode, settings: Settings, read_split):
     """Runs one mode; returns what it produced (eval results, prediction count, export dir)."""
-    strategy = start_run(mode, settings)
+    strategy = start_run(mode, settings, padding=settings.padding)
     if mode == "check_data":
         return check_data(settings, read_split, strategy)
     if mode in ("train", "train_and_eval"):

@@ -3,7 +3,7 @@ import dataclasses
 import os
 from typing import Optional
 
-from zoo import distribute, precision
+from zoo import distribute, fusion, precision
 from zoo.hub import DEFAULT_MODEL
 
 MODES = ("train", "eval", "train_and_eval", "predict", "export", "check_data")
@@ -32,21 +32,29 @@ class RunSettings:
     devices: Optional[list] = None  # explicit devices for "mirrored" (e.g. logical CPUs)
     steps_per_execution: int = 1
     precision: str = "auto"  # see zoo.precision: auto = bf16 on a CPU with AMX-BF16
+    xla_fusion: str = "auto"  # see zoo.fusion: auto = on for fixed-shape training on a CPU
     export_dir: Optional[str] = None
     output_file: Optional[str] = None
 
 
-def start_run(mode, settings: RunSettings):
-    """Checks the mode, makes the model dir, sets the compute precision; returns the strategy.
+def start_run(mode, settings: RunSettings, padding):
+    """Checks the mode, makes the model dir, sets precision and fusion; returns the strategy.
 
     The strategy comes first: multi-worker training needs it before any other TF work. The
-    precision is set before any tf.function runs (it applies to graphs optimized after it).
+    precision and XLA fusion are set before any tf.function runs (they apply to graphs optimized
+    after them). `padding` is the training batches' policy (SQuAD windows are always fixed).
     """
     if mode not in MODES:
         raise ValueError(f"--mode must be one of {MODES}, not {mode!r}")
     precision.resolve(settings.precision)  # a bad value fails before any work
+    fusion.resolve(settings.xla_fusion, padding, accelerators=0,
+                   steps_per_execution=settings.steps_per_execution)
     os.makedirs(settings.model_dir, exist_ok=True)
     strategy = distribute.strategy_for(settings)
-    precision.apply(settings.precision, accelerators=1 if distribute.is_tpu(strategy) else None,
-                    training=mode in ("train", "train_and_eval"))
+    accelerators = 1 if distribute.is_tpu(strategy) else None
+    training = mode in ("train", "train_and_eval")
+    precision.apply(settings.precision, accelerators=accelerators, training=training)
+    fusion.apply(settings.xla_fusion, padding, training=training, accelerators=accelerators,
+                 steps_per_execution=settings.steps_per_execution,
+                 replicas=strategy.num_replicas_in_sync)
     return strategy

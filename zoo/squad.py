@@ -164,7 +164,7 @@ def run(mode, settings: Settings, read_split):
     if mode == "check_data":
         raise ValueError("--mode=check_data is for the classification tasks; SQuAD files are "
                          "checked as they are read (every problem names its question)")
-    strategy = start_run(mode, settings)
+    strategy = start_run(mode, settings, padding="fixed")  # windows are all max_seq_length
     if mode in ("train", "train_and_eval"):
         return _train(settings, read_split, mode == "train_and_eval", strategy)
     reader = Reader(settings, strategy)

@@ -13,7 +13,7 @@ import tf_keras as keras
 from absl import logging
 from tqdm import tqdm
 
-from zoo import distribute, precision
+from zoo import distribute, fusion, precision
 from zoo.files import save_json
 
 NO_WEIGHT_DECAY = ("layer_norm", "LayerNorm", "bias")
@@ -58,12 +58,17 @@ class WarmupDecay(keras.optimizers.schedules.LearningRateSchedule):
 
 
 def create_optimizer(learning_rate, total_steps, warmup_steps, decay="linear", weight_decay=0.01,
-                     clipnorm=1.0):
-    """AdamW (no weight decay on LayerNorm and bias) with `WarmupDecay` and global-norm clipping."""
+                     clipnorm=1.0, jit_compile=False):
+    """AdamW (no weight decay on LayerNorm and bias) with `WarmupDecay` and global-norm clipping.
+
+    `jit_compile` compiles each weight's update with XLA (one fused loop), also on a CPU, where
+    tf_keras would not.
+    """
     optimizer = keras.optimizers.AdamW(
         learning_rate=WarmupDecay(learning_rate, total_steps, warmup_steps, decay),
         weight_decay=weight_decay, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
         global_clipnorm=clipnorm)
+    optimizer.jit_compile = jit_compile
     optimizer.exclude_from_weight_decay(var_names=list(NO_WEIGHT_DECAY))
     return optimizer
 
@@ -85,10 +90,11 @@ def plan_epochs(num_examples, settings, unit="examples"):
 
 
 def optimizer_for(settings, total_steps):
-    """`create_optimizer` with a run's learning rate, warmup, decay and weight decay."""
+    """`create_optimizer` with a run's learning rate, warmup, decay and weight decay; its update
+    is compiled with XLA when the run fuses (`zoo.fusion`)."""
     return create_optimizer(settings.learning_rate, total_steps,
                             int(total_steps * settings.warmup_proportion), settings.decay,
-                            settings.weight_decay)
+                            settings.weight_decay, jit_compile=fusion.current())
 
 
 def write_eval_summaries(model_dir, step, scalars):
@@ -208,6 +214,12 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
             total += strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
         return total / tf.cast(num_steps, tf.float32)
 
+    @tf.function(reduce_retracing=True)
+    def train_step(iterator):
+        inputs, labels = next(iterator)
+        losses = strategy.run(step_fn, args=(inputs, labels))
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+
     timing = dict(steps=0, seconds=0.0)
     for epoch in range(start_step // steps_per_epoch, epochs):
         done = int(optimizer.iterations.numpy()) - epoch * steps_per_epoch
@@ -222,7 +234,8 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
         while done < steps_per_epoch:
             num_steps = min(steps_per_execution, steps_per_epoch - done)
             began = time.perf_counter()
-            loss = float(train_steps(iterator, tf.constant(num_steps)))
+            loss = float(train_step(iterator) if steps_per_execution == 1
+                         else train_steps(iterator, tf.constant(num_steps)))
             seconds = time.perf_counter() - began
             if not timing["steps"]:  # the first call also traces: kept out of the steady rate
                 timing.update(first_call_seconds=seconds, first_call_steps=num_steps)
@@ -249,7 +262,7 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
                 for name, metric in metrics.items():
                     tf.summary.scalar(name, metric.result())
         if on_epoch_end is not None:
-            with precision.for_evaluation():
+            with precision.for_evaluation(), fusion.for_evaluation():
                 evaluated = on_epoch_end(epoch, record)
             record.update({f"eval_{k}": v for k, v in evaluated.items() if isinstance(v, float)})
         history = [h for h in history if h["epoch"] != epoch + 1] + [record]
@@ -265,6 +278,7 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
     timing["steady_examples_per_second"] = (steady_steps * batch_size / steady_seconds
                                             if steady_steps and steady_seconds > 0 else 0.0)
     timing["precision"] = precision.current()
+    timing["xla_fusion"] = fusion.current()
     timing["weights_fingerprint"] = weights_fingerprint(model)
     logging.info("weights fingerprint: %r", timing["weights_fingerprint"])
     return timing

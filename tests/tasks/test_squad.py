@@ -56,6 +56,8 @@ def test_train_and_eval_reports_the_official_metric(trained):
     assert {"exact_match", "f1"} <= set(results)
     timing = json.load(open(os.path.join(trained["model_dir"], "train_results.json")))
     assert timing["train_windows"] >= 48 and timing["windows_per_second"] > 0
+    # windows all have one shape: the default fuses the training step with XLA
+    assert timing["xla_fusion"] is True
 
 
 def test_predict_answers_every_question_and_export_agrees_in_a_fresh_process(trained):

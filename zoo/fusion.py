@@ -1,0 +1,111 @@
+"""XLA fusion of a training step's elementwise ops on CPU, for batches of one fixed shape.
+
+On a CPU, much of a BERT training step is memory-bound elementwise work: dropout masks, the
+GELU, LayerNorm, bias and residual adds, and the optimizer's update of every weight, each a
+separate pass over memory. XLA auto-clustering with `--tf_xla_ops_to_cluster=FUSIBLE` fuses
+chains of such ops into single loops, inside Hub encoders too, and leaves matmuls to oneDNN (XLA's
+own CPU matmuls are slower and do not use AMX: BENCHMARKS.md). The optimizer's per-weight update
+is compiled with XLA as well (tf_keras only does that when it sees a GPU).
+
+XLA compiles once per input shape, tens of seconds for a 6-layer encoder, so `auto` turns fusion
+on only for training with fixed padding (every batch the same shape) on a CPU-only machine, with
+one replica (fusion under distribution strategies is not tested; `on` allows it). With
+bucketed or dynamic batches every new length would compile again; `on` forces it anyway. It needs
+one training step per call: auto-clustering a multi-step loop (`steps_per_execution` > 1) fails
+in TensorFlow 2.21 with "nodes in a cycle".
+
+XLA reads its flags once per process, so `import zoo` adds the two it needs to TF_XLA_FLAGS
+before TensorFlow is imported (they do nothing until auto-clustering is turned on). If
+TensorFlow was imported before zoo, fusion is unavailable and `auto` stays off.
+"""
+import contextlib
+import os
+import sys
+
+FUSIONS = ("auto", "on", "off")
+XLA_FLAGS = ("--tf_xla_cpu_global_jit", "--tf_xla_ops_to_cluster=FUSIBLE")
+
+_state = {"flags_set": False, "evaluation": False}
+
+
+def set_xla_flags(environ=None, modules=None):
+    """Adds `XLA_FLAGS` to TF_XLA_FLAGS unless TensorFlow is already imported (then too late).
+
+    A flag the user set already is left as it is. Returns whether fusion can work in this process.
+    """
+    environ = os.environ if environ is None else environ
+    modules = sys.modules if modules is None else modules
+    if "tensorflow" in modules:
+        return False
+    flags = environ.get("TF_XLA_FLAGS", "").split()
+    names = {f.split("=")[0] for f in flags}
+    flags += [f for f in XLA_FLAGS if f.split("=")[0] not in names]
+    environ["TF_XLA_FLAGS"] = " ".join(flags)
+    _state["flags_set"] = True
+    return True
+
+
+def available():
+    """Whether `import zoo` set the XLA flags before TensorFlow was imported."""
+    return _state["flags_set"]
+
+
+def resolve(fusion, padding, training=True, accelerators=None, steps_per_execution=1,
+            replicas=1):
+    """True if a run with these settings fuses its training step's elementwise ops.
+
+    Args:
+        fusion: "auto" (on for training with fixed padding on a CPU), "on" or "off".
+        padding: the run's padding policy ("fixed", "dynamic" or "bucketed").
+        training: False for evaluation, prediction and export (never fused under auto).
+        accelerators: number of GPUs/TPUs doing the work (default: the visible GPUs).
+        steps_per_execution: training steps per call; fusion needs 1.
+        replicas: replicas of the run's strategy (auto fuses only with one).
+    """
+    if fusion not in FUSIONS:
+        raise ValueError(f"xla_fusion must be one of {FUSIONS}, not {fusion!r}")
+    if fusion == "on" and steps_per_execution > 1:
+        raise ValueError("xla_fusion=on needs steps_per_execution=1: XLA auto-clustering of the "
+                         "multi-step training loop fails (\"nodes in a cycle\")")
+    if fusion == "on" and not available():
+        raise ValueError("xla_fusion=on needs zoo imported before TensorFlow (XLA reads the "
+                         "flags it needs once, when TensorFlow starts)")
+    if fusion == "off" or not available() or steps_per_execution > 1:
+        return False
+    if fusion == "on":
+        return True
+    if accelerators is None:
+        import tensorflow as tf  # pylint: disable=import-outside-toplevel
+        accelerators = len(tf.config.list_physical_devices("GPU"))
+    return training and padding == "fixed" and not accelerators and replicas == 1
+
+
+def _set(enabled):
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    tf.config.optimizer.set_jit("autoclustering" if enabled else False)
+
+
+def apply(fusion, padding, training=True, accelerators=None, steps_per_execution=1, replicas=1):
+    """Turns fusion on or off for graphs built after this call; returns whether it is on."""
+    enabled = resolve(fusion, padding, training, accelerators, steps_per_execution, replicas)
+    _set(enabled)
+    _state["evaluation"] = enabled and fusion == "on"
+    return enabled
+
+
+def current():
+    """Whether XLA auto-clustering is on in this process."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    return available() and bool(tf.config.optimizer.get_jit())
+
+
+@contextlib.contextmanager
+def for_evaluation():
+    """Evaluation inside a training run fuses only if asked for explicitly (`on`): under `auto`
+    its batches may vary in length. Applies to graphs first run inside the block."""
+    before = current()
+    _set(_state["evaluation"])
+    try:
+        yield
+    finally:
+        _set(before)
