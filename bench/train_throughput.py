@@ -39,6 +39,8 @@ flags.DEFINE_list("padding", ["fixed", "dynamic", "bucketed"],
 flags.DEFINE_enum("precision", "auto", ["auto", "bf16", "fp32"], "zoo's precision (zoo.precision).")
 flags.DEFINE_enum("xla_fusion", "auto", ["auto", "on", "off"],
                   "zoo's XLA fusion (zoo.fusion; auto: on for fixed padding only).")
+flags.DEFINE_integer("steps_per_execution", 1, "zoo's training steps per tf.function call (> 1 "
+                     "turns XLA fusion off under auto).")
 flags.DEFINE_integer("matmul_size", 2048, "Side of the square fp32 matmul of the peak.")
 flags.DEFINE_bool("peer", True, "Run the PyTorch peer first (needs ./install.sh bench).")
 FLAGS = flags.FLAGS
@@ -98,6 +100,7 @@ def main(argv):
     source = FileSource(os.path.join(FLAGS.data_dir, "train.tsv"), glue_columns("mrpc"))
     results = dict(encoder=FLAGS.encoder_handle, batch_size=FLAGS.batch_size,
                    max_seq_length=FLAGS.max_seq_length, steps=FLAGS.steps,
+                   steps_per_execution=FLAGS.steps_per_execution,
                    matmul_peak_gflops=round(matmul_peak_gflops(FLAGS.matmul_size), 1),
                    bf16_matmul_peak_gflops=round(matmul_peak_gflops(FLAGS.matmul_size, "bf16"), 1))
     for padding in FLAGS.padding:
@@ -107,7 +110,8 @@ def main(argv):
                 model_dir=model_dir, encoder_handle=FLAGS.encoder_handle,
                 max_seq_length=FLAGS.max_seq_length, train_batch_size=FLAGS.batch_size,
                 max_train_steps=FLAGS.steps, num_train_epochs=1, padding=padding, pair=True,
-                learning_rate=5e-5, precision=FLAGS.precision, xla_fusion=FLAGS.xla_fusion)
+                learning_rate=5e-5, precision=FLAGS.precision, xla_fusion=FLAGS.xla_fusion,
+                steps_per_execution=FLAGS.steps_per_execution)
             classification.run("train", settings, lambda split: source)
             with open(os.path.join(model_dir, "train_results.json"), encoding="utf-8") as f:
                 timing = json.load(f)
