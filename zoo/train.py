@@ -205,20 +205,22 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
             metric.update_state(labels, outputs)
         return loss
 
-    @tf.function(reduce_retracing=True)  # batches may vary in length (dynamic padding)
-    def train_steps(iterator, num_steps):
-        total = tf.constant(0.0)
-        for _ in tf.range(num_steps):
-            inputs, labels = next(iterator)
-            losses = strategy.run(step_fn, args=(inputs, labels))
-            total += strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
-        return total / tf.cast(num_steps, tf.float32)
-
-    @tf.function(reduce_retracing=True)
-    def train_step(iterator):
+    def next_step(iterator):
+        """One global step on the next batch; its loss, summed over replicas."""
         inputs, labels = next(iterator)
         losses = strategy.run(step_fn, args=(inputs, labels))
         return strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+
+    # Both may see batches of varying length (dynamic padding). One step per call is a function
+    # of its own, without the loop: XLA auto-clustering (zoo.fusion) fails on the loop.
+    train_step = tf.function(next_step, reduce_retracing=True)
+
+    @tf.function(reduce_retracing=True)
+    def train_steps(iterator, num_steps):
+        total = tf.constant(0.0)
+        for _ in tf.range(num_steps):
+            total += next_step(iterator)
+        return total / tf.cast(num_steps, tf.float32)
 
     timing = dict(steps=0, seconds=0.0)
     for epoch in range(start_step // steps_per_epoch, epochs):
