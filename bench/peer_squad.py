@@ -12,12 +12,12 @@ windows. Prints one JSON line: windows (features) per second.
 import argparse
 import json
 import os
-import time
 
 import torch
 from transformers import BertForQuestionAnswering, BertTokenizerFast
 
 from common import minilm_folder
+from peer_train import timed_training
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -76,20 +76,13 @@ def main():
     count = len(starts)
     torch.manual_seed(0)
     model = BertForQuestionAnswering.from_pretrained(folder)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5, weight_decay=0.01)
-    model.train()
-    began = None
-    for step in range(args.warmup_steps + args.steps):
-        if step == args.warmup_steps:
-            began = time.perf_counter()
+
+    def batch_at(step):
         index = torch.arange(step * args.batch_size, (step + 1) * args.batch_size) % count
-        outputs = model(**{k: v[index] for k, v in inputs.items()},
-                        start_positions=starts[index], end_positions=ends[index])
-        outputs.loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        optimizer.zero_grad()
-    rate = args.steps * args.batch_size / (time.perf_counter() - began)
+        return dict({k: v[index] for k, v in inputs.items()},
+                    start_positions=starts[index], end_positions=ends[index])
+
+    rate = timed_training(model, batch_at, args.steps, args.warmup_steps, args.batch_size)
     print(json.dumps(dict(framework=f"torch {torch.__version__}", threads=torch.get_num_threads(),
                           questions=len(rows), windows=count, batch_size=args.batch_size,
                           max_seq_length=args.max_seq_length, steps=args.steps,

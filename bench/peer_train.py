@@ -7,7 +7,7 @@ encoder from), batch size, sequence length and padding policies as `bench/train_
 which runs this script as its baseline. Texts are tokenized up front (as `datasets.map` would);
 each timed step collates a batch (fixed: pad to --max_seq_length; dynamic: to the batch's
 longest; bucketed: dynamic, batches of similar lengths as zoo makes them), runs forward,
-backward and AdamW. The first --warmup_steps are not timed. Prints one
+backward, clipping and AdamW. The first --warmup_steps are not timed. Prints one
 JSON line, including an fp32 matmul peak measured by torch in the same process.
 """
 import argparse
@@ -59,6 +59,23 @@ def grouped_by_length(order, lengths, batch_size, window_batches=50, seed=0):
     return grouped
 
 
+def timed_training(model, batch_at, steps, warmup_steps, batch_size):
+    """Examples/s of `steps` training steps (collate, forward, backward, clipping, AdamW) after
+    `warmup_steps` untimed ones. `batch_at(step)` returns the model's keyword inputs, labels
+    included; it runs inside the timing, as a collator would."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5, weight_decay=0.01)
+    model.train()
+    began = None
+    for step in range(warmup_steps + steps):
+        if step == warmup_steps:
+            began = time.perf_counter()
+        model(**batch_at(step)).loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad()
+    return steps * batch_size / (time.perf_counter() - began)
+
+
 def train_rate(model, tokenizer, pairs, batch_size, seq_length, padding, steps, warmup_steps):
     encoded = tokenizer([a for a, _, _ in pairs], [b for _, b, _ in pairs], truncation=True,
                         max_length=seq_length)
@@ -67,25 +84,16 @@ def train_rate(model, tokenizer, pairs, batch_size, seq_length, padding, steps, 
     random.Random(0).shuffle(order)
     if padding == "bucketed":  # as zoo.data.pipeline.group_by_length (HF's group_by_length)
         order = grouped_by_length(order, [len(ids) for ids in encoded["input_ids"]], batch_size)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5, weight_decay=0.01)
-    model.train()
-    timed, began = 0, None
-    for step in range(steps + warmup_steps):
-        if step == warmup_steps:
-            began = time.perf_counter()
+
+    def batch_at(step):
         index = [order[(step * batch_size + i) % len(order)] for i in range(batch_size)]
         features = [{k: encoded[k][i] for k in encoded} for i in index]
         batch = tokenizer.pad(features, padding="max_length" if padding == "fixed" else "longest",
                               max_length=seq_length if padding == "fixed" else None,
                               return_tensors="pt")
-        outputs = model(**batch, labels=torch.tensor([labels[i] for i in index]))
-        outputs.loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        optimizer.zero_grad()
-        if step >= warmup_steps:
-            timed += 1
-    return timed * batch_size / (time.perf_counter() - began)
+        return dict(batch, labels=torch.tensor([labels[i] for i in index]))
+
+    return timed_training(model, batch_at, steps, warmup_steps, batch_size)
 
 
 def main():
