@@ -4,6 +4,7 @@ Importing this module defines the flags; each task adds its own data flags and c
 """
 import os
 import sys
+import traceback
 
 from absl import flags
 
@@ -138,15 +139,21 @@ def settings_kwargs():
 
 def run_task(run, settings, read_split):
     """Saves the flags (chief only) and runs `run(mode, settings, read_split)`; bad input ends
-    with one clear line instead of a traceback."""
+    with one clear line instead of a traceback, a failure inside TensorFlow with its traceback
+    and then a line naming the stage of the run (`zoo.stages`)."""
     from zoo import distribute, hub  # pylint: disable=import-outside-toplevel
     from zoo.data.text_files import DataError  # pylint: disable=import-outside-toplevel
 
     if distribute.chief_from_env():  # under multi-worker training only the chief writes
         save_flags()
+    from zoo.stages import StageError  # pylint: disable=import-outside-toplevel
+
     try:
         return run(FLAGS.mode, settings, read_split)
     except (DataError, hub.HandleError, FileNotFoundError, ValueError) as e:
+        raise SystemExit(f"error: {e}") from None
+    except StageError as e:  # TensorFlow failed: its traceback, then what zoo was doing
+        traceback.print_exc()
         raise SystemExit(f"error: {e}") from None
 
 

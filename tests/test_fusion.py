@@ -13,9 +13,9 @@ from zoo import fusion, train
 
 @pytest.fixture
 def restore_fusion():
-    before = fusion.current()
+    before = tf.config.optimizer.get_jit()
     yield
-    fusion.apply("on" if before else "off", "fixed")
+    tf.config.optimizer.set_jit(before or False)
 
 
 def test_auto_fuses_only_fixed_shape_training_on_a_cpu():
@@ -85,28 +85,37 @@ def test_fusion_clusters_elementwise_ops_and_leaves_matmuls_to_onednn(restore_fu
     x = tf.constant(rng.normal(size=(64, 128)).astype(np.float32))
     w = tf.constant(rng.normal(size=(128, 128)).astype(np.float32) / 11)
 
-    assert not fusion.apply("off", "fixed")
+    assert not fusion.current()
     plain_result = _layer()(x, w).numpy()
     plain = _op_types(str(tmp_path / "plain"), _layer(), x, w)
     assert plain["Erfc"] + plain["Erf"] > 0 and not plain["_XlaRun"]
 
-    assert fusion.apply("on", "fixed") and fusion.current()
     layer = _layer()
-    fused = _op_types(str(tmp_path / "fused"), layer, x, w)
+    with fusion.scope(True):
+        assert fusion.current()
+        fused = _op_types(str(tmp_path / "fused"), layer, x, w)
+        fused_result = layer(x, w).numpy()
     assert fused["_XlaRun"] > 0  # the elementwise chains ran as compiled clusters ...
     assert not fused["Erfc"] and not fused["Erf"] and not fused["Mul"]
     assert sum(n for op, n in fused.items() if "MatMul" in op) == 3 * 3  # ... matmuls did not
-    np.testing.assert_allclose(layer(x, w).numpy(), plain_result, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(fused_result, plain_result, rtol=1e-4, atol=1e-5)
+
+    # The same function called after the block runs unclustered: the setting is read per call.
+    assert not fusion.current()
+    after = _op_types(str(tmp_path / "after"), layer, x, w)
+    assert not after["_XlaRun"] and after["Erfc"] + after["Erf"] > 0
 
 
-def test_evaluation_inside_a_run_is_not_fused_under_auto(restore_fusion):
-    assert fusion.apply("auto", "fixed", accelerators=0)
-    with fusion.for_evaluation():
-        assert not fusion.current()
+def test_scope_restores_the_setting_before_it(restore_fusion):
+    with fusion.scope(True):
+        assert fusion.current()
+        with fusion.scope(False):
+            assert fusion.current()  # off means "leave as it is", not "turn off"
+    assert not fusion.current()
+    tf.config.optimizer.set_jit("autoclustering")
+    with fusion.scope(True):
+        pass
     assert fusion.current()
-    assert fusion.apply("on", "bucketed")
-    with fusion.for_evaluation():
-        assert fusion.current()  # asked for explicitly
 
 
 def test_an_xla_compiled_optimizer_takes_the_same_step(restore_fusion):
@@ -125,9 +134,13 @@ def test_an_xla_compiled_optimizer_takes_the_same_step(restore_fusion):
     np.testing.assert_allclose(results[1], results[0], rtol=1e-5, atol=1e-6)
 
 
-def _fit(model_dir, fused):
-    """A few steps of `train.fit` on a toy model, fused or not; returns the weights."""
-    assert fusion.apply("on" if fused else "off", "fixed") is fused
+def _fit(model_dir, fused, on_epoch_end=None, seen=None):
+    """A few steps of `train.fit` on a toy model, fused or not; returns the weights.
+
+    `seen` (a list) gets `fusion.current()` as the training step is traced and as each epoch's
+    dataset is built.
+    """
+    seen = [] if seen is None else seen
     keras.utils.set_random_seed(0)
     model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(32, activation="gelu"),
                               keras.layers.LayerNormalization(), keras.layers.Dropout(0.1),
@@ -138,11 +151,15 @@ def _fit(model_dir, fused):
     y = (x[:, 0] > 0).astype(np.int64)
 
     def loss_fn(labels, logits):
+        seen.append(("step", fusion.current()))  # runs as the step is traced (its first call)
         return keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
 
-    timing = train.fit(model, optimizer, loss_fn,
-                       lambda epoch: tf.data.Dataset.from_tensor_slices((x, y)).batch(16), 4, 2,
-                       16, model_dir)
+    def dataset_fn(epoch):
+        seen.append(("dataset", fusion.current()))
+        return tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
+
+    timing = train.fit(model, optimizer, loss_fn, dataset_fn, 4, 2, 16, model_dir,
+                       on_epoch_end=on_epoch_end, xla_fusion=fused)
     assert timing["xla_fusion"] is fused
     return [w.numpy() for w in model.weights]
 
@@ -152,3 +169,25 @@ def test_a_fused_training_run_takes_the_same_steps(restore_fusion, tmp_path):
     fused = _fit(str(tmp_path / "fused"), fused=True)
     for got, want in zip(fused, plain):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_fusion_is_on_only_inside_the_training_step(restore_fusion, tmp_path):
+    """Datasets, evaluation (`on_epoch_end`) and what runs after `fit` are never clustered:
+    XLA cannot compile tensorflow_text's ragged ops (issue 20)."""
+    seen = []
+
+    def on_epoch_end(epoch, record):
+        seen.append(("evaluation", fusion.current()))
+        return {}
+
+    _fit(str(tmp_path), True, on_epoch_end, seen)
+    assert set(seen) == {("dataset", False), ("step", True), ("evaluation", False)}
+    assert [s for s in seen if s[0] != "step"] == [("dataset", False), ("evaluation", False)] * 2
+    assert not fusion.current()
+
+
+def test_fusion_needs_one_step_per_call(tmp_path):
+    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
+    with pytest.raises(ValueError, match="steps_per_execution=1"):
+        train.fit(model, train.create_optimizer(0.01, 4, 0), None, None, 2, 2, 4,
+                  str(tmp_path), steps_per_execution=2, xla_fusion=True)

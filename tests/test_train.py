@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 import tf_keras as keras
 
-from zoo import train
+from zoo import stages, train
 
 
 def test_warmup_then_linear_or_exponential_decay():
@@ -75,8 +75,11 @@ def test_an_interrupted_run_resumes_to_the_same_weights(tmp_path):
 
         return dataset_fn(epoch).enumerate().map(poison)
 
-    with pytest.raises(tf.errors.InvalidArgumentError):
+    # The error names the step it happened in, with TensorFlow's error as its cause.
+    with pytest.raises(stages.StageError, match="training step 8 failed inside TensorFlow: "
+                       ".*simulated crash") as raised:
         train.fit(model, optimizer, loss_fn, crashing, 4, 3, 8, resumed_dir, checkpoint_every=3)
+    assert isinstance(raised.value.__cause__, tf.errors.InvalidArgumentError)
     assert tf.train.latest_checkpoint(os.path.join(resumed_dir, "checkpoints")).endswith("-6")
 
     model, optimizer, dataset_fn, loss_fn = _toy_setup(resumed_dir, seed=123)  # fresh weights

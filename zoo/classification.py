@@ -17,7 +17,7 @@ import tf_keras as keras
 from absl import logging
 from tqdm import tqdm
 
-from zoo import distribute, export, hub, metrics, plots, predict, train
+from zoo import distribute, export, hub, metrics, plots, predict, stages, train
 from zoo.data import check
 from zoo.data.labels import LabelVocab, parse_label_map
 from zoo.data.pipeline import DEFAULT_SHUFFLE_BUFFER, classification_dataset
@@ -160,7 +160,7 @@ def _keep_labels(settings, labels, chief):
         labels.save(settings.model_dir)
 
 
-def _train(settings, read_split, evaluate_each_epoch, strategy):
+def _train(settings, read_split, evaluate_each_epoch, strategy, compute):
     chief = distribute.is_chief(strategy)
     sources = {"train": read_split("train")}
     if evaluate_each_epoch:
@@ -173,7 +173,7 @@ def _train(settings, read_split, evaluate_each_epoch, strategy):
     batch = settings.train_batch_size
     steps_per_epoch, epochs = train.plan_epochs(checks["train"].kept, settings)
     with clf.strategy.scope():
-        optimizer = train.optimizer_for(settings, steps_per_epoch * epochs)
+        optimizer = train.optimizer_for(settings, steps_per_epoch * epochs, compute.xla_fusion)
         train_metrics = {"accuracy": keras.metrics.SparseCategoricalAccuracy()}
 
     def dataset_fn(epoch):
@@ -196,7 +196,8 @@ def _train(settings, read_split, evaluate_each_epoch, strategy):
     timing = train.fit(clf.core, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch,
                        settings.model_dir, settings.checkpoint_every, on_epoch_end,
                        metrics=train_metrics, strategy=clf.strategy,
-                       steps_per_execution=settings.steps_per_execution)
+                       steps_per_execution=settings.steps_per_execution,
+                       xla_fusion=compute.xla_fusion)
     report = checks["train"].report
     timing.update(wall_seconds=time.time() - began, train_examples=checks["train"].kept,
                   skipped_bad_rows=report["bad_rows"],
@@ -213,7 +214,8 @@ def _train(settings, read_split, evaluate_each_epoch, strategy):
     if history:
         plots.plot_history(history, os.path.join(settings.model_dir, "training_curves.png"))
     if settings.export_dir:
-        print("exported to", clf.export())
+        with stages.stage("export"):
+            print("exported to", clf.export())
     return clf
 
 
@@ -247,11 +249,16 @@ def restored(settings, strategy=None):
 
 def run(mode, settings: Settings, read_split):
     """Runs one mode; returns what it produced (eval results, prediction count, export dir)."""
-    strategy = start_run(mode, settings, padding=settings.padding)
+    strategy, compute = start_run(mode, settings, padding=settings.padding)
+    with stages.stage(f"--mode={mode}"):
+        return _run(mode, settings, read_split, strategy, compute)
+
+
+def _run(mode, settings, read_split, strategy, compute):
     if mode == "check_data":
         return check_data(settings, read_split, strategy)
     if mode in ("train", "train_and_eval"):
-        _train(settings, read_split, mode == "train_and_eval", strategy)
+        _train(settings, read_split, mode == "train_and_eval", strategy, compute)
         return None
     clf = restored(settings, strategy)
     if mode == "eval":

@@ -14,6 +14,13 @@ bucketed or dynamic batches every new length would compile again; `on` forces it
 one training step per call: auto-clustering a multi-step loop (`steps_per_execution` > 1) fails
 in TensorFlow 2.21 with "nodes in a cycle".
 
+Fusion is confined to the training step: `scope` turns auto-clustering on around each call of
+the step and off again after it. TensorFlow reads the setting at every call of a tf.function,
+so everything called outside the block (tokenization and SQuAD windowing, tf.data pipelines,
+evaluation, prediction, export) runs as plain TensorFlow. Auto-clustering those graphs fails:
+the ragged ops of tensorflow_text tokenization cannot be compiled ("must be a compile-time
+constant") once XLA decides to compile them, e.g. for long contexts.
+
 XLA reads its flags once per process, so `import zoo` adds the two it needs to TF_XLA_FLAGS
 before TensorFlow is imported (they do nothing until auto-clustering is turned on). If
 TensorFlow was imported before zoo, fusion is unavailable and `auto` stays off.
@@ -25,7 +32,7 @@ import sys
 FUSIONS = ("auto", "on", "off")
 XLA_FLAGS = ("--tf_xla_cpu_global_jit", "--tf_xla_ops_to_cluster=FUSIBLE")
 
-_state = {"flags_set": False, "evaluation": False}
+_state = {"flags_set": False}
 
 
 def set_xla_flags(environ=None, modules=None):
@@ -80,32 +87,26 @@ def resolve(fusion, padding, training=True, accelerators=None, steps_per_executi
     return training and padding == "fixed" and not accelerators and replicas == 1
 
 
-def _set(enabled):
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    tf.config.optimizer.set_jit("autoclustering" if enabled else False)
-
-
-def apply(fusion, padding, training=True, accelerators=None, steps_per_execution=1, replicas=1):
-    """Turns fusion on or off for graphs built after this call; returns whether it is on."""
-    enabled = resolve(fusion, padding, training, accelerators, steps_per_execution, replicas)
-    _set(enabled)
-    _state["evaluation"] = enabled and fusion == "on"
-    return enabled
-
-
-def current():
-    """Whether XLA auto-clustering is on in this process."""
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    return available() and bool(tf.config.optimizer.get_jit())
-
-
 @contextlib.contextmanager
-def for_evaluation():
-    """Evaluation inside a training run fuses only if asked for explicitly (`on`): under `auto`
-    its batches may vary in length. Applies to graphs first run inside the block."""
-    before = current()
-    _set(_state["evaluation"])
+def scope(enabled):
+    """XLA auto-clustering for the tf.function calls inside the block (if `enabled`).
+
+    The setting before the block is restored after it. `zoo.train.fit` wraps each call of its
+    training step in this, and nothing else: TensorFlow reads the setting at each call.
+    """
+    if not enabled:
+        yield
+        return
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    before = tf.config.optimizer.get_jit()
+    tf.config.optimizer.set_jit("autoclustering")
     try:
         yield
     finally:
-        _set(before)
+        tf.config.optimizer.set_jit(before or False)
+
+
+def current():
+    """Whether XLA auto-clustering is on at this point of this process."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    return available() and bool(tf.config.optimizer.get_jit())

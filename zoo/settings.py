@@ -9,6 +9,14 @@ from zoo.hub import DEFAULT_MODEL
 MODES = ("train", "eval", "train_and_eval", "predict", "export", "check_data")
 
 
+@dataclasses.dataclass(frozen=True)
+class Compute:
+    """How a run computes, resolved once at its start and passed on explicitly."""
+
+    precision: str  # "bf16" or "fp32": the training steps' precision (zoo.precision)
+    xla_fusion: bool  # whether the training steps are XLA-fused (zoo.fusion)
+
+
 @dataclasses.dataclass
 class RunSettings:
     model_dir: str
@@ -38,11 +46,13 @@ class RunSettings:
 
 
 def start_run(mode, settings: RunSettings, padding):
-    """Checks the mode, makes the model dir, sets precision and fusion; returns the strategy.
+    """Checks the mode, makes the model dir, sets precision, resolves fusion.
 
-    The strategy comes first: multi-worker training needs it before any other TF work. The
-    precision and XLA fusion are set before any tf.function runs (they apply to graphs optimized
-    after them). `padding` is the training batches' policy (SQuAD windows are always fixed).
+    Returns (strategy, `Compute`). The strategy comes first: multi-worker training needs it
+    before any other TF work. The precision is set before any tf.function runs (it applies to
+    graphs optimized after it). XLA fusion is not set here: `zoo.train.fit` turns it on around
+    its training steps only (`Compute.xla_fusion`). `padding` is the training batches' policy
+    (SQuAD windows are always fixed).
     """
     if mode not in MODES:
         raise ValueError(f"--mode must be one of {MODES}, not {mode!r}")
@@ -53,8 +63,9 @@ def start_run(mode, settings: RunSettings, padding):
     strategy = distribute.strategy_for(settings)
     accelerators = 1 if distribute.is_tpu(strategy) else None
     training = mode in ("train", "train_and_eval")
-    precision.apply(settings.precision, accelerators=accelerators, training=training)
-    fusion.apply(settings.xla_fusion, padding, training=training, accelerators=accelerators,
-                 steps_per_execution=settings.steps_per_execution,
-                 replicas=strategy.num_replicas_in_sync)
-    return strategy
+    chosen = precision.apply(settings.precision, accelerators=accelerators, training=training)
+    fused = fusion.resolve(settings.xla_fusion, padding, training=training,
+                           accelerators=accelerators,
+                           steps_per_execution=settings.steps_per_execution,
+                           replicas=strategy.num_replicas_in_sync)
+    return strategy, Compute(precision=chosen, xla_fusion=fused)

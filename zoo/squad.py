@@ -15,7 +15,7 @@ import tf_keras as keras
 from absl import logging
 from tqdm import tqdm
 
-from zoo import distribute, export, hub, spans, squad_eval, train
+from zoo import distribute, export, hub, spans, squad_eval, stages, train
 from zoo.data import squad as squad_data
 from zoo.files import save_json
 from zoo.heads import SpanHead
@@ -84,9 +84,10 @@ class Reader:
 
     def windows(self, examples, training=False):
         s = self.settings
-        return squad_data.make_windows(self.preprocessor, examples, self.special_tokens,
-                                       s.max_seq_length, s.doc_stride, s.max_query_length,
-                                       training)
+        with stages.stage(f"SQuAD windowing of {len(examples):,} questions"):
+            return squad_data.make_windows(self.preprocessor, examples, self.special_tokens,
+                                           s.max_seq_length, s.doc_stride, s.max_query_length,
+                                           training)
 
     def answers(self, examples):
         """({id: answer}, {id: n-best}) for `examples`."""
@@ -125,7 +126,7 @@ class Reader:
                                         s.max_answer_length, s.n_best_size)
 
 
-def _train(settings, read_split, evaluate_each_epoch, strategy):
+def _train(settings, read_split, evaluate_each_epoch, strategy, compute):
     examples = read_split("train")
     eval_examples = read_split("eval") if evaluate_each_epoch else None
     reader = Reader(settings, strategy)
@@ -133,7 +134,7 @@ def _train(settings, read_split, evaluate_each_epoch, strategy):
     batch = settings.train_batch_size
     steps_per_epoch, epochs = train.plan_epochs(len(windows), settings, "windows")
     with strategy.scope():
-        optimizer = train.optimizer_for(settings, steps_per_epoch * epochs)
+        optimizer = train.optimizer_for(settings, steps_per_epoch * epochs, compute.xla_fusion)
 
     def on_epoch_end(epoch, record):
         if not eval_examples:
@@ -146,7 +147,8 @@ def _train(settings, read_split, evaluate_each_epoch, strategy):
                        lambda epoch: windows_dataset(windows, batch, True, settings.seed + epoch),
                        steps_per_epoch, epochs, batch, settings.model_dir,
                        settings.checkpoint_every, on_epoch_end, strategy=strategy,
-                       steps_per_execution=settings.steps_per_execution)
+                       steps_per_execution=settings.steps_per_execution,
+                       xla_fusion=compute.xla_fusion)
     timing.update(wall_seconds=time.time() - began, train_questions=len(examples),
                   train_windows=len(windows), batch_size=batch,
                   max_seq_length=settings.max_seq_length, doc_stride=settings.doc_stride,
@@ -156,7 +158,8 @@ def _train(settings, read_split, evaluate_each_epoch, strategy):
     if reader.chief:
         save_json(os.path.join(settings.model_dir, "train_results.json"), timing)
         if settings.export_dir:
-            print("exported to", reader.export())
+            with stages.stage("export"):
+                print("exported to", reader.export())
 
 
 def run(mode, settings: Settings, read_split):
@@ -164,9 +167,14 @@ def run(mode, settings: Settings, read_split):
     if mode == "check_data":
         raise ValueError("--mode=check_data is for the classification tasks; SQuAD files are "
                          "checked as they are read (every problem names its question)")
-    strategy = start_run(mode, settings, padding="fixed")  # windows are all max_seq_length
+    strategy, compute = start_run(mode, settings, padding="fixed")  # windows: max_seq_length
+    with stages.stage(f"--mode={mode}"):
+        return _run(mode, settings, read_split, strategy, compute)
+
+
+def _run(mode, settings, read_split, strategy, compute):
     if mode in ("train", "train_and_eval"):
-        return _train(settings, read_split, mode == "train_and_eval", strategy)
+        return _train(settings, read_split, mode == "train_and_eval", strategy, compute)
     reader = Reader(settings, strategy)
     checkpoint = train.restore_model(reader.core, settings.model_dir)
     if mode == "eval":

@@ -13,7 +13,7 @@ import tf_keras as keras
 from absl import logging
 from tqdm import tqdm
 
-from zoo import distribute, fusion, precision
+from zoo import distribute, fusion, precision, stages
 from zoo.files import save_json
 
 NO_WEIGHT_DECAY = ("layer_norm", "LayerNorm", "bias")
@@ -89,12 +89,12 @@ def plan_epochs(num_examples, settings, unit="examples"):
     return steps, epochs
 
 
-def optimizer_for(settings, total_steps):
+def optimizer_for(settings, total_steps, xla_fusion=False):
     """`create_optimizer` with a run's learning rate, warmup, decay and weight decay; its update
-    is compiled with XLA when the run fuses (`zoo.fusion`)."""
+    is compiled with XLA when the run fuses (`xla_fusion`, see `zoo.fusion`)."""
     return create_optimizer(settings.learning_rate, total_steps,
                             int(total_steps * settings.warmup_proportion), settings.decay,
-                            settings.weight_decay, jit_compile=fusion.current())
+                            settings.weight_decay, jit_compile=xla_fusion)
 
 
 def write_eval_summaries(model_dir, step, scalars):
@@ -162,7 +162,7 @@ def weights_fingerprint(model):
 
 def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_size, model_dir,
         checkpoint_every=0, on_epoch_end=None, summary_every=20, metrics=None, strategy=None,
-        steps_per_execution=1):
+        steps_per_execution=1, xla_fusion=False):
     """Trains `model`; resumes from the model dir's latest checkpoint. Returns timing results.
 
     Create `model`, `optimizer` and `metrics` inside `strategy.scope()`.
@@ -177,7 +177,12 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
             reported per epoch as `train_<name>`.
         strategy: a tf.distribute.Strategy (default: the current one).
         steps_per_execution: training steps run inside one tf.function call.
+        xla_fusion: XLA auto-clustering of the training step (`zoo.fusion`; needs
+            `steps_per_execution` 1). It is on only during the step's calls: the datasets,
+            `on_epoch_end` and everything after `fit` run unclustered.
     """
+    if xla_fusion and steps_per_execution != 1:
+        raise ValueError("xla_fusion needs steps_per_execution=1")
     strategy = strategy or tf.distribute.get_strategy()
     chief = distribute.is_chief(strategy)
     write_dir = distribute.write_dir(model_dir, strategy)
@@ -222,6 +227,11 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
             total += next_step(iterator)
         return total / tf.cast(num_steps, tf.float32)
 
+    hints = []
+    if xla_fusion:
+        hints.append("XLA fusion was on (--xla_fusion=off turns it off).")
+    if precision.current() == "bf16":
+        hints.append("bf16 was on (--precision=fp32 turns it off).")
     timing = dict(steps=0, seconds=0.0)
     for epoch in range(start_step // steps_per_epoch, epochs):
         done = int(optimizer.iterations.numpy()) - epoch * steps_per_epoch
@@ -236,8 +246,11 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
         while done < steps_per_epoch:
             num_steps = min(steps_per_execution, steps_per_epoch - done)
             began = time.perf_counter()
-            loss = float(train_step(iterator) if steps_per_execution == 1
-                         else train_steps(iterator, tf.constant(num_steps)))
+            with stages.stage(f"training step {done + epoch * steps_per_epoch + 1}", hints):
+                with fusion.scope(xla_fusion):
+                    loss = (train_step(iterator) if steps_per_execution == 1
+                            else train_steps(iterator, tf.constant(num_steps)))
+                loss = float(loss)
             seconds = time.perf_counter() - began
             if not timing["steps"]:  # the first call also traces: kept out of the steady rate
                 timing.update(first_call_seconds=seconds, first_call_steps=num_steps)
@@ -264,7 +277,7 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
                 for name, metric in metrics.items():
                     tf.summary.scalar(name, metric.result())
         if on_epoch_end is not None:
-            with precision.for_evaluation(), fusion.for_evaluation():
+            with precision.for_evaluation(), stages.stage(f"evaluation after epoch {epoch + 1}"):
                 evaluated = on_epoch_end(epoch, record)
             record.update({f"eval_{k}": v for k, v in evaluated.items() if isinstance(v, float)})
         history = [h for h in history if h["epoch"] != epoch + 1] + [record]
@@ -280,7 +293,7 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
     timing["steady_examples_per_second"] = (steady_steps * batch_size / steady_seconds
                                             if steady_steps and steady_seconds > 0 else 0.0)
     timing["precision"] = precision.current()
-    timing["xla_fusion"] = fusion.current()
+    timing["xla_fusion"] = xla_fusion
     timing["weights_fingerprint"] = weights_fingerprint(model)
     logging.info("weights fingerprint: %r", timing["weights_fingerprint"])
     return timing

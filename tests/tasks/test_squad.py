@@ -88,6 +88,70 @@ def test_predict_answers_every_question_and_export_agrees_in_a_fresh_process(tra
         assert context[start:end] == answer
 
 
+def _long_squad(path, articles, questions_per_article, chars=30_000):
+    """Articles of one ~`chars`-character context each (thousands of tokens, as whole papers
+    are), every question's answer somewhere in it."""
+    data = []
+    for a in range(articles):
+        sentences, qas = [], []
+        for k in range(chars // 48):
+            sentences.append(f"In year {k} article {a} moved the capital to {CITIES[k % 8]}.")
+        context = " ".join(sentences)
+        for q in range(questions_per_article):
+            k = (q * 97 + a * 13) % len(sentences)
+            sentence = f"In year {k} article {a} moved the capital to {CITIES[k % 8]}."
+            start = context.index(sentence) + sentence.index(CITIES[k % 8])
+            qas.append({"id": f"a{a}q{q}", "question": f"Where was the capital in year {k}?",
+                        "answers": [{"text": CITIES[k % 8], "answer_start": start}]})
+        data.append({"title": f"a{a}", "paragraphs": [{"context": context, "qas": qas}]})
+    path.write_text(json.dumps({"version": "1.1", "data": data}))
+    return str(path)
+
+
+def test_long_contexts_train_with_the_default_fusion_evaluate_and_export(tmp_path, tiny_hub):
+    """Issue 20: contexts of ~30k characters. Under the default XLA fusion, auto-clustering
+    reached the tokenization of the contexts and failed ("must be a compile-time constant");
+    fusion is now confined to the training step."""
+    train = _long_squad(tmp_path / "train.json", articles=4, questions_per_article=128)
+    dev = _long_squad(tmp_path / "dev.json", articles=1, questions_per_article=4)
+    model_dir = str(tmp_path / "model")
+    result = run_module("tasks.squad.train", f"--train_file={train}", f"--eval_file={dev}",
+                        f"--model_dir={model_dir}", "--encoder_handle=tiny",
+                        "--doc_stride=320", "--train_batch_size=8", "--max_train_steps=3",
+                        f"--export_dir={model_dir}/export/1", "--mode=train_and_eval")
+    assert result.returncode == 0, result.stderr[-3000:]
+    timing = json.load(open(os.path.join(model_dir, "train_results.json")))
+    assert timing["xla_fusion"] is True and timing["train_questions"] == 512
+    assert timing["train_windows"] > 512 * 10  # every context spans many windows
+    assert json.load(open(os.path.join(model_dir, "eval_results.json")))["num_questions"] == 4
+    contexts = [p["context"] for a in json.load(open(dev))["data"] for p in a["paragraphs"]]
+    env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
+    served = subprocess.run(
+        [sys.executable, "-c", SERVE, os.path.join(model_dir, "export", "1"),
+         json.dumps([["Where was the capital in year 3?"], contexts])],
+        capture_output=True, text=True, timeout=600, env=env)
+    assert served.returncode == 0, served.stderr[-3000:]
+    out = json.loads(served.stdout.strip().splitlines()[-1])
+    assert contexts[0][out["start"][0]:out["end"][0]] == out["answer"][0]
+
+
+def test_a_failure_inside_tensorflow_names_the_stage_of_the_run(tmp_path, tiny_hub):
+    """A TensorFlow error ends with its traceback and a line saying what zoo was doing."""
+    train = _squad(tmp_path / "train.json", 16)
+    # A corrupt checkpoint index: restoring it fails inside TensorFlow.
+    os.makedirs(tmp_path / "model" / "checkpoints")
+    (tmp_path / "model" / "checkpoints" / "checkpoint").write_text(
+        'model_checkpoint_path: "ckpt-1"\n')
+    (tmp_path / "model" / "checkpoints" / "ckpt-1.index").write_bytes(b"not a checkpoint")
+    result = run_module("tasks.squad.train", f"--eval_file={train}", "--mode=eval",
+                        f"--model_dir={tmp_path}/model", "--encoder_handle=tiny",
+                        "--max_seq_length=64")
+    assert result.returncode != 0
+    assert "Traceback" in result.stderr  # TensorFlow's error is kept ...
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: --mode=eval failed inside TensorFlow:"), last  # ... and named
+
+
 def test_bad_squad_file_is_a_clear_error(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"data": [{"paragraphs": [{"context": "abc", "qas": [
