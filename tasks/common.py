@@ -62,6 +62,11 @@ flags.DEFINE_enum("xla_fusion", "auto", ["auto", "on", "off"],
                   "seconds), so auto: on for training with --padding=fixed (and SQuAD, whose "
                   "windows are all one length) on one CPU replica, off otherwise. Needs "
                   "--steps_per_execution=1.")
+flags.DEFINE_bool("allow_changed_settings", False,
+                  "Resume a --model_dir whose run had other settings (batch size, epochs, "
+                  "sequence length, learning rate, data, encoder: MODEL_DIR/run.json). Without "
+                  "it such a rerun stops and lists what changed; with it the run goes on with the "
+                  "new settings (the schedule is recomputed) and logs each change.")
 flags.DEFINE_string("train_file", None, "Training data: a file, a glob of shards "
                     "(data/train-*.csv) or comma-separated files/globs.")
 flags.DEFINE_string("eval_file", None, "Evaluation data (file, glob or comma-separated list).")
@@ -134,23 +139,27 @@ def settings_kwargs():
         checkpoint_every=FLAGS.checkpoint_every, strategy=FLAGS.strategy, tpu=FLAGS.tpu,
         num_gpus=FLAGS.num_gpus, steps_per_execution=FLAGS.steps_per_execution,
         precision=FLAGS.precision, xla_fusion=FLAGS.xla_fusion,
+        allow_changed_settings=FLAGS.allow_changed_settings,
         export_dir=FLAGS.export_dir, output_file=FLAGS.output_file)
 
 
 def run_task(run, settings, read_split):
-    """Saves the flags (chief only) and runs `run(mode, settings, read_split)`; bad input ends
-    with one clear line instead of a traceback, a failure inside TensorFlow with its traceback
-    and then a line naming the stage of the run (`zoo.stages`)."""
+    """Saves the flags (chief only) and runs `run(mode, settings, read_split)`.
+
+    The user's errors (`zoo.errors`: bad flags, data, handles, missing files) end with one clear
+    line and no traceback; a failure inside TensorFlow with its traceback and then a line naming
+    the stage of the run (`zoo.stages`); anything else is a bug and keeps its traceback."""
     from zoo import distribute, hub  # pylint: disable=import-outside-toplevel
     from zoo.data.text_files import DataError  # pylint: disable=import-outside-toplevel
 
     if distribute.chief_from_env():  # under multi-worker training only the chief writes
         save_flags()
+    from zoo.errors import OutputError, UsageError  # pylint: disable=import-outside-toplevel
     from zoo.stages import StageError  # pylint: disable=import-outside-toplevel
 
     try:
         return run(FLAGS.mode, settings, read_split)
-    except (DataError, hub.HandleError, FileNotFoundError, ValueError) as e:
+    except (DataError, hub.HandleError, FileNotFoundError, UsageError, OutputError) as e:
         raise SystemExit(f"error: {e}") from None
     except StageError as e:  # TensorFlow failed: its traceback, then what zoo was doing
         traceback.print_exc()

@@ -86,3 +86,12 @@ def test_export_trims_each_request_to_its_longest_row(tiny_hub, tmp_path, trim_p
     seen = np.log(probabilities[:, 0] / probabilities[:, 1]) * 10
     np.testing.assert_allclose(seen, longest if trim_padding else 32, atol=1e-3)
     assert longest < 32
+
+
+def test_a_span_export_without_room_for_the_context_is_refused(tmp_path):
+    # Before, the graph divided by zero windows for every request; now the export says why.
+    from zoo.errors import UsageError  # pylint: disable=import-outside-toplevel
+    with pytest.raises(UsageError, match="max_seq_length 64 leaves no room .* max_query_length 64"):
+        export.export_span_model(str(tmp_path / "e"), None, None, seq_length=64,
+                                 max_query_length=64)
+    assert not os.path.exists(tmp_path / "e")

@@ -1,13 +1,12 @@
 """zoo.fusion: when XLA fusion is on, and that it really clusters elementwise ops (not matmuls)."""
 import collections
-import glob
 
 import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras as keras
-from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
+from tests.helpers import profiled_ops
 from zoo import fusion, train
 
 
@@ -51,23 +50,9 @@ def test_xla_flags_are_added_only_before_tensorflow_starts():
 
 def _op_types(logdir, fn, *args, runs=3):
     """How many times each op type ran in `runs` calls of `fn` (after warm-up calls)."""
-    for _ in range(3):  # XLA compiles a cluster lazily, after its first runs
-        fn(*args)
-    tf.profiler.experimental.start(logdir)
-    for _ in range(runs):
-        fn(*args).numpy()
-    tf.profiler.experimental.stop()
-    space = xplane_pb2.XSpace()
-    with open(glob.glob(f"{logdir}/**/*.xplane.pb", recursive=True)[0], "rb") as f:
-        space.ParseFromString(f.read())
     counts = collections.Counter()
-    for plane in space.planes:
-        names = {k: v.name for k, v in plane.event_metadata.items()}
-        for line in plane.lines:
-            for event in line.events:
-                name = names.get(event.metadata_id, "")
-                if ":" in name:
-                    counts[name.rsplit(":", 1)[1]] += 1
+    for name, count in profiled_ops(logdir, fn, *args, runs=runs).items():
+        counts[name.rsplit(":", 1)[1]] += count
     return counts
 
 

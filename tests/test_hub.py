@@ -1,5 +1,6 @@
 """Handles: names, URLs and directories; the embedded default built once into the cache."""
 import os
+import shutil
 
 import pytest
 import tensorflow as tf
@@ -83,3 +84,25 @@ def test_encoder_layer_loads_a_local_handle(tiny_hub):
     out = layer(dict(input_word_ids=tf.constant([[101, 102]]), input_mask=tf.constant([[1, 1]]),
                      input_type_ids=tf.constant([[0, 0]])))
     assert out["pooled_output"].shape == (1, 32) and layer.trainable_weights
+
+
+def test_a_handle_that_is_not_a_bert_model_or_is_broken_gets_a_clear_error(tmp_path, tiny_hub):
+    # A SavedModel that is no BERT encoder: one float input, one output.
+    other = tf.Module()
+    other.__call__ = tf.function(lambda x: x * 2.0,
+                                 input_signature=[tf.TensorSpec([None], tf.float32)])
+    tf.saved_model.save(other, str(tmp_path / "doubler"))
+    with pytest.raises(hub.HandleError, match=r"doubler: not a BERT encoder.*input_word_ids"):
+        hub.encoder_layer(str(tmp_path / "doubler"))
+    with pytest.raises(hub.HandleError, match=r"doubler: not a BERT preprocessor .*no tokenize"):
+        hub.load_preprocessor(str(tmp_path / "doubler"))
+    # A broken directory: saved_model.pb cut short, variables gone.
+    broken = tmp_path / "broken"
+    shutil.copytree(os.path.join(tiny_hub, "encoder"), broken)
+    data = (broken / "saved_model.pb").read_bytes()
+    (broken / "saved_model.pb").write_bytes(data[:len(data) // 3])
+    shutil.rmtree(broken / "variables")
+    with pytest.raises(hub.HandleError, match=r"broken: cannot be loaded as a TF Hub encoder"):
+        hub.encoder_layer(str(broken))
+    with pytest.raises(hub.HandleError, match=r"broken: cannot be loaded as a TF Hub preproc"):
+        hub.load_preprocessor(str(broken))

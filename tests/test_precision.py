@@ -1,9 +1,17 @@
 """zoo.precision: choosing bf16 or fp32, and the bf16 graph rewrite really acting on matmuls."""
+import re
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from zoo import precision
+from tests.helpers import profiled_ops
+from zoo import hub, precision
+
+BF16_FLAGS = {"amx_bf16", "avx512_bf16"}
+needs_bf16 = pytest.mark.skipif(
+    not precision.cpu_flags() & BF16_FLAGS,
+    reason="this CPU has no bf16 instructions (neither amx_bf16 nor avx512_bf16)")
 
 
 @pytest.fixture
@@ -67,3 +75,29 @@ def test_auto_keeps_evaluation_and_prediction_in_fp32(restore_precision):
     assert precision.apply("bf16", training=False) == "bf16"  # asked for explicitly
     with precision.for_evaluation():
         assert precision.current() == "bf16"
+
+
+@needs_bf16
+def test_bf16_reaches_inside_a_hub_encoder(restore_precision, tiny_hub, tmp_path):
+    """A Keras mixed-precision policy stops at a Hub encoder (tensorflow/hub#466); the graph
+    rewrite does not: every dense layer's weight inside the encoder is cast to bf16."""
+    encoder = hub.encoder_layer(tiny_hub + "/encoder")
+    ids = tf.constant(np.random.default_rng(0).integers(1000, 5000, size=(8, 64)), tf.int32)
+    inputs = dict(input_word_ids=ids, input_mask=tf.ones_like(ids), input_type_ids=tf.zeros_like(ids))
+
+    def forward():
+        return tf.function(lambda x: encoder(x)["sequence_output"])
+
+    runs = {}
+    for chosen in ("fp32", "bf16"):
+        precision.apply(chosen)
+        fn = forward()
+        runs[chosen] = (fn(inputs).numpy(), profiled_ops(str(tmp_path / chosen), fn, inputs))
+    (fp32, fp32_ops), (bf16, bf16_ops) = runs["fp32"], runs["bf16"]
+    dense = {n for n in fp32_ops if "bert_encoder" in n and n.endswith(":_MklNativeFusedMatMul")}
+    assert len(dense) == 2 * 6  # 2 layers: query, key, value, attention output, two FFN
+    cast = re.compile(r"bert_encoder/.*/MatMul/ReadVariableOp-0-CastToBf16-0-AutoMixedPrecision:")
+    assert not [n for n in fp32_ops if "CastToBf16" in n]
+    assert len({n for n in bf16_ops if cast.search(n)}) == len(dense)
+    assert bf16.dtype == np.float32  # outputs stay fp32, computed with bf16 matmuls:
+    assert 1e-3 < np.abs(bf16 - fp32).max() < 0.5

@@ -114,18 +114,44 @@ def test_summaries_and_restore_model(tmp_path):
 
 def test_plan_epochs_needs_at_least_one_batch():
     from zoo.settings import RunSettings  # pylint: disable=import-outside-toplevel
-    settings = RunSettings(model_dir="unused", train_batch_size=8, num_train_epochs=2.6)
-    assert train.plan_epochs(100, settings) == (12, 3)
+    settings = RunSettings(model_dir="unused", train_batch_size=8, num_train_epochs=3)
+    assert train.plan_epochs(100, settings) == (12, 3, 36)
     with pytest.raises(ValueError, match="7 training windows is less than one batch of 8"):
         train.plan_epochs(7, settings, "windows")
+    settings.num_train_epochs = 0
+    with pytest.raises(ValueError, match="num_train_epochs must be more than 0"):
+        train.plan_epochs(100, settings)
+
+
+def test_a_fraction_of_an_epoch_is_trained_not_rounded_away():
+    from zoo.settings import RunSettings  # pylint: disable=import-outside-toplevel
+    settings = RunSettings(model_dir="unused", train_batch_size=8, num_train_epochs=2.5)
+    assert train.plan_epochs(96, settings) == (12, 3, 30)  # half of the third epoch
+    settings.num_train_epochs = 0.25
+    assert train.plan_epochs(96, settings) == (12, 1, 3)
+
+
+def test_fit_stops_inside_the_last_epoch_and_resumes_there(tmp_path):
+    model, optimizer, dataset_fn, loss_fn = _toy_setup(str(tmp_path))
+    timing = train.fit(model, optimizer, loss_fn, dataset_fn, 4, 2, 8, str(tmp_path),
+                       total_steps=6)
+    assert timing["steps"] == 6 and int(optimizer.iterations) == 6
+    history = json.load(open(os.path.join(str(tmp_path), train.HISTORY_FILE)))
+    assert [(h["epoch"], h["step"]) for h in history] == [(1, 4), (2, 6)]
+    model, optimizer, dataset_fn, loss_fn = _toy_setup(str(tmp_path))
+    assert train.fit(model, optimizer, loss_fn, dataset_fn, 4, 2, 8, str(tmp_path),
+                     total_steps=6)["steps"] == 0  # finished: nothing more
+    timing = train.fit(model, optimizer, loss_fn, dataset_fn, 4, 3, 8, str(tmp_path),
+                       total_steps=10)  # asked for more: the rest of epoch 2, then 2 of epoch 3
+    assert timing["steps"] == 4 and int(optimizer.iterations) == 10
 
 
 def test_max_train_steps_caps_training():
     from zoo.settings import RunSettings  # pylint: disable=import-outside-toplevel
     settings = RunSettings(model_dir="unused", train_batch_size=8, num_train_epochs=3,
                            max_train_steps=5)
-    assert train.plan_epochs(100, settings) == (5, 1)  # one short epoch
+    assert train.plan_epochs(100, settings) == (12, 1, 5)  # one short epoch
     settings.max_train_steps = 30
-    assert train.plan_epochs(100, settings) == (12, 2)  # whole epochs, rounded down
+    assert train.plan_epochs(100, settings) == (12, 3, 30)  # exactly 30: no rounding
     settings.max_train_steps = 1000
-    assert train.plan_epochs(100, settings) == (12, 3)  # the epochs come first
+    assert train.plan_epochs(100, settings) == (12, 3, 36)  # the epochs come first

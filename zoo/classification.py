@@ -17,15 +17,17 @@ import tf_keras as keras
 from absl import logging
 from tqdm import tqdm
 
-from zoo import distribute, export, hub, metrics, plots, predict, stages, train
+from zoo import distribute, export, hub, metrics, plots, predict, run_record, stages, train
 from zoo.data import check
 from zoo.data.labels import LabelVocab, parse_label_map
 from zoo.data.pipeline import DEFAULT_SHUFFLE_BUFFER, classification_dataset
-from zoo.data.sources import MissingSplit
+from zoo.data.sources import ListSource, MissingSplit
 from zoo.files import save_json
 from zoo.models import TextPacker, classifier_core
 from zoo.settings import RunSettings, start_run
+from zoo.errors import UsageError
 
+TASK = "classification"  # in MODEL_DIR/run.json
 PADDINGS = ("dynamic", "bucketed", "fixed")
 
 
@@ -50,7 +52,7 @@ class Classifier:
         self.settings = settings
         self.labels = labels
         if settings.padding not in PADDINGS:
-            raise ValueError(f"padding must be one of {PADDINGS}, not {settings.padding!r}")
+            raise UsageError(f"padding must be one of {PADDINGS}, not {settings.padding!r}")
         self.strategy = strategy or distribute.strategy_for(settings)
         self.chief = distribute.is_chief(self.strategy)
         on_tpu = distribute.is_tpu(self.strategy)
@@ -154,7 +156,7 @@ def _keep_labels(settings, labels, chief):
     if os.path.exists(saved):
         previous = LabelVocab.load(settings.model_dir)
         if previous.raw_labels != labels.raw_labels:
-            raise ValueError(f"{saved}: labels {previous.raw_labels} differ from the training "
+            raise UsageError(f"{saved}: labels {previous.raw_labels} differ from the training "
                              f"data's {labels.raw_labels}; use a new --model_dir")
     if chief:
         labels.save(settings.model_dir)
@@ -169,11 +171,15 @@ def _train(settings, read_split, evaluate_each_epoch, strategy, compute):
     checks, labels = check_splits(settings, sources, packer, chief=chief,
                                   label_map=parse_label_map(settings.label_map))
     _keep_labels(settings, labels, chief)
+    run_record.start_training(
+        settings.model_dir, run_record.describe(TASK, settings, labels.raw_labels,
+                                                _fingerprint(sources["train"])),
+        settings.allow_changed_settings, chief)
     clf = Classifier(settings, labels, strategy, packer)
     batch = settings.train_batch_size
-    steps_per_epoch, epochs = train.plan_epochs(checks["train"].kept, settings)
+    plan = train.plan_epochs(checks["train"].kept, settings)
     with clf.strategy.scope():
-        optimizer = train.optimizer_for(settings, steps_per_epoch * epochs, compute.xla_fusion)
+        optimizer = train.optimizer_for(settings, plan.total_steps, compute.xla_fusion)
         train_metrics = {"accuracy": keras.metrics.SparseCategoricalAccuracy()}
 
     def dataset_fn(epoch):
@@ -193,11 +199,12 @@ def _train(settings, read_split, evaluate_each_epoch, strategy, compute):
         return keras.losses.sparse_categorical_crossentropy(label_ids, logits, from_logits=True)
 
     began = time.time()
-    timing = train.fit(clf.core, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch,
+    timing = train.fit(clf.core, optimizer, loss_fn, dataset_fn, plan.steps_per_epoch,
+                       plan.epochs, batch,
                        settings.model_dir, settings.checkpoint_every, on_epoch_end,
                        metrics=train_metrics, strategy=clf.strategy,
                        steps_per_execution=settings.steps_per_execution,
-                       xla_fusion=compute.xla_fusion)
+                       xla_fusion=compute.xla_fusion, total_steps=plan.total_steps)
     report = checks["train"].report
     timing.update(wall_seconds=time.time() - began, train_examples=checks["train"].kept,
                   skipped_bad_rows=report["bad_rows"],
@@ -229,7 +236,7 @@ def check_data(settings, read_split, strategy):
         except MissingSplit:
             continue
     if not sources:
-        raise ValueError("--mode=check_data needs data: --train_file, --eval_file, "
+        raise UsageError("--mode=check_data needs data: --train_file, --eval_file, "
                          "--predict_file or --data_dir")
     labels = None
     if "train" not in sources and os.path.exists(os.path.join(settings.model_dir, "labels.json")):
@@ -239,9 +246,18 @@ def check_data(settings, read_split, strategy):
     return {split: result.report for split, result in checks.items()}
 
 
+def _fingerprint(source):
+    if isinstance(source, ListSource):
+        return run_record.data_fingerprint(examples=source.examples)
+    return run_record.data_fingerprint(files=source.shards)
+
+
 def restored(settings, strategy=None):
     """The classifier of a trained model dir, its latest checkpoint loaded."""
-    clf = Classifier(settings, LabelVocab.load(settings.model_dir), strategy)
+    labels = LabelVocab.load(settings.model_dir)
+    run_record.check_restore(settings.model_dir,
+                             run_record.describe(TASK, settings, labels.raw_labels))
+    clf = Classifier(settings, labels, strategy)
     checkpoint = train.restore_model(clf.core, settings.model_dir)
     clf.step = int(checkpoint.rsplit("-", 1)[1])
     return clf
@@ -267,7 +283,7 @@ def _run(mode, settings, read_split, strategy, compute):
         return None
     if mode == "predict":
         if not settings.output_file:
-            raise ValueError("--mode=predict needs --output_file (.csv or .jsonl)")
+            raise UsageError("--mode=predict needs --output_file (.csv or .jsonl)")
         source = read_split("predict")
         count = predict.predict_to_file(clf.core, clf.packer, source, settings.output_file,
                                         clf.labels.names, settings.eval_batch_size,
@@ -275,7 +291,7 @@ def _run(mode, settings, read_split, strategy, compute):
         print(f"wrote {count} predictions to {settings.output_file}")
         return count
     if not settings.export_dir:
-        raise ValueError("--mode=export needs --export_dir")
+        raise UsageError("--mode=export needs --export_dir")
     path = clf.export()
     print("exported to", path)
     return path

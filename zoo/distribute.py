@@ -16,6 +16,8 @@ import tempfile
 import tensorflow as tf
 from absl import logging
 
+from zoo.errors import UsageError
+
 STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mirrored", "tpu", "auto")
 
 
@@ -24,7 +26,7 @@ def _tpu_strategy(tpu):
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
             tpu="" if tpu in (None, "local") else tpu)
     except ValueError as e:
-        raise ValueError(f"no TPU found ({e}); on a Cloud TPU VM pass --tpu=local, elsewhere "
+        raise UsageError(f"no TPU found ({e}); on a Cloud TPU VM pass --tpu=local, elsewhere "
                          "--tpu=NAME or --tpu=grpc://HOST:8470") from None
     if tpu not in (None, "local"):
         tf.config.experimental_connect_to_cluster(resolver)
@@ -48,7 +50,7 @@ def make_strategy(name="default", tpu=None, num_gpus=0, devices=None):
         devices: for `mirrored`: explicit device names (e.g. logical CPUs in tests).
     """
     if name not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {STRATEGIES}, not {name!r}")
+        raise UsageError(f"strategy must be one of {STRATEGIES}, not {name!r}")
     key = (name, tpu, num_gpus, tuple(devices or ()))
     if key not in _STRATEGIES:
         _STRATEGIES[key] = _new_strategy(name, tpu, num_gpus, devices)

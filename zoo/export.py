@@ -10,13 +10,20 @@ import tensorflow as tf
 import tensorflow_text as text
 
 from zoo.data.pipeline import trim_to_longest
+from zoo.errors import OutputError, UsageError
 from zoo.files import atomic_directory
 from zoo.models import text_input_names
 
 
 def _save(module, export_dir, signature):
-    with atomic_directory(export_dir) as staging:
-        tf.saved_model.save(module, staging, signatures={"serving_default": signature})
+    """Writes the SavedModel; a failure (a full disk) leaves what was at `export_dir` as it was."""
+    try:
+        with atomic_directory(export_dir) as staging:
+            tf.saved_model.save(module, staging, signatures={"serving_default": signature})
+    except (OSError, tf.errors.OpError) as e:
+        reason = getattr(e, "strerror", None) or str(getattr(e, "message", e)).splitlines()[0]
+        raise OutputError(f"export to {export_dir} failed ({reason}); the export that was there "
+                          "is unchanged") from e
     return os.path.abspath(export_dir)
 
 
@@ -115,11 +122,23 @@ def _best_spans(start_logits, end_logits, example, first, length, offset, num_ex
     return start_token, end_token, best_score
 
 
+def no_room_message(seq_length, max_query_length):
+    return (f"max_seq_length {seq_length} leaves no room for the context after a question of "
+            f"max_query_length {max_query_length} tokens (and [CLS], [SEP], [SEP]): raise "
+            f"--max_seq_length above {max_query_length + 3} or lower --max_query_length")
+
+
 def export_span_model(export_dir, core, preprocessor, seq_length=384, doc_stride=128,
                       max_query_length=64, max_answer_length=30, n_best_size=20):
     """`serving_default`: `question`, `context` -> `answer`, `start`, `end` (character offsets
     into the context, end exclusive) and `score`, for contexts of any length: the windowing and
-    the best span over all windows happen inside the graph."""
+    the best span over all windows happen inside the graph.
+
+    A question is cut to `max_query_length` tokens; `seq_length` must leave room after it for
+    [CLS], two [SEP] and at least one context token, or the export is refused.
+    """
+    if seq_length - max_query_length - 3 < 1:
+        raise UsageError(no_room_message(seq_length, max_query_length))
     module = tf.Module()
     module.core = core
     module.preprocessor = preprocessor

@@ -29,6 +29,8 @@ import contextlib
 import os
 import sys
 
+from zoo.errors import UsageError
+
 FUSIONS = ("auto", "on", "off")
 XLA_FLAGS = ("--tf_xla_cpu_global_jit", "--tf_xla_ops_to_cluster=FUSIBLE")
 
@@ -70,12 +72,12 @@ def resolve(fusion, padding, training=True, accelerators=None, steps_per_executi
         replicas: replicas of the run's strategy (auto fuses only with one).
     """
     if fusion not in FUSIONS:
-        raise ValueError(f"xla_fusion must be one of {FUSIONS}, not {fusion!r}")
+        raise UsageError(f"xla_fusion must be one of {FUSIONS}, not {fusion!r}")
     if fusion == "on" and steps_per_execution > 1:
-        raise ValueError("xla_fusion=on needs steps_per_execution=1: XLA auto-clustering of the "
+        raise UsageError("xla_fusion=on needs steps_per_execution=1: XLA auto-clustering of the "
                          "multi-step training loop fails (\"nodes in a cycle\")")
     if fusion == "on" and not available():
-        raise ValueError("xla_fusion=on needs zoo imported before TensorFlow (XLA reads the "
+        raise UsageError("xla_fusion=on needs zoo imported before TensorFlow (XLA reads the "
                          "flags it needs once, when TensorFlow starts)")
     if fusion == "off" or not available() or steps_per_execution > 1:
         return False

@@ -166,15 +166,70 @@ def load_options(on_tpu=False):
     return None
 
 
+ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+ENCODER_OUTPUTS = ("pooled_output", "sequence_output")
+PREPROCESSOR_PARTS = ("tokenize", "bert_pack_inputs")
+
+
+def _first_line(error):
+    message = str(getattr(error, "message", error)).strip()
+    return f"{type(error).__name__}: {message.splitlines()[0] if message else ''}"
+
+
+def _signatures(loaded):
+    """(inputs, outputs) of each concrete function of a loaded object's __call__."""
+    call = getattr(loaded, "__call__", None)
+    result = []
+    for concrete in getattr(call, "concrete_functions", []) or []:
+        args = concrete.structured_input_signature[0]
+        inputs = args[0] if args else None
+        result.append((inputs, concrete.structured_outputs))
+    return result
+
+
+def _is_bert_encoder(loaded):
+    return any(isinstance(inputs, dict) and set(ENCODER_INPUTS) <= set(inputs)
+               and isinstance(outputs, dict) and set(ENCODER_OUTPUTS) <= set(outputs)
+               for inputs, outputs in _signatures(loaded))
+
+
 def encoder_layer(handle, trainable=True, on_tpu=False, name="encoder"):
-    """The encoder as a `hub.KerasLayer` taking the three int32 inputs, returning the Hub dict."""
-    return hub.KerasLayer(handle, trainable=trainable, load_options=load_options(on_tpu),
-                          name=name)
+    """The encoder as a `hub.KerasLayer` taking the three int32 inputs, returning the Hub dict.
+
+    A handle that cannot be loaded, or that loads something other than a BERT encoder (the
+    dict of `ENCODER_INPUTS` in, `ENCODER_OUTPUTS` out), is a `HandleError` naming it.
+    """
+    try:
+        layer = hub.KerasLayer(handle, trainable=trainable, load_options=load_options(on_tpu),
+                               name=name)
+    except Exception as e:  # pylint: disable=broad-except  # a broken SavedModel fails many ways
+        raise HandleError(f"{handle}: cannot be loaded as a TF Hub encoder "
+                          f"({_first_line(e)})") from e
+    if not _is_bert_encoder(layer._func):  # pylint: disable=protected-access
+        found = [(sorted(i) if isinstance(i, dict) else i,
+                  sorted(o) if isinstance(o, dict) else o) for i, o in _signatures(layer._func)]  # pylint: disable=protected-access
+        raise HandleError(
+            f"{handle}: not a BERT encoder. A TF Hub BERT encoder takes a dict of "
+            f"{', '.join(ENCODER_INPUTS)} and returns {', '.join(ENCODER_OUTPUTS)}; this one "
+            f"takes and returns {found[:1] or 'nothing callable'}")
+    return layer
 
 
 def load_preprocessor(handle, on_tpu=False):
-    """The preprocessor SavedModel object (`.tokenize`, `.bert_pack_inputs`, ...)."""
-    return hub.load(handle, options=load_options(on_tpu))
+    """The preprocessor SavedModel object (`.tokenize`, `.bert_pack_inputs`, ...).
+
+    A handle that cannot be loaded, or lacks those parts, is a `HandleError` naming it.
+    """
+    try:
+        loaded = hub.load(handle, options=load_options(on_tpu))
+    except Exception as e:  # pylint: disable=broad-except  # a broken SavedModel fails many ways
+        raise HandleError(f"{handle}: cannot be loaded as a TF Hub preprocessor "
+                          f"({_first_line(e)})") from e
+    missing = [part for part in PREPROCESSOR_PARTS if not hasattr(loaded, part)]
+    if missing:
+        raise HandleError(f"{handle}: not a BERT preprocessor (it has no {', '.join(missing)}; "
+                          "a TF Hub BERT preprocessor has .tokenize and .bert_pack_inputs)")
+    return loaded
 
 
 def is_available_offline(handle):

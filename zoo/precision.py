@@ -18,6 +18,8 @@ import contextlib
 
 import tensorflow as tf
 
+from zoo.errors import UsageError
+
 PRECISIONS = ("auto", "bf16", "fp32")
 GRAPPLER_OPTION = "auto_mixed_precision_onednn_bfloat16"
 BF16_CPU_FLAG = "amx_bf16"
@@ -44,7 +46,7 @@ def resolve(precision, flags=None, accelerators=None):
         accelerators: number of GPUs/TPUs doing the work (default: the visible GPUs).
     """
     if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
+        raise UsageError(f"precision must be one of {PRECISIONS}, not {precision!r}")
     if precision != "auto":
         return precision
     if accelerators is None:

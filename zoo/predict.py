@@ -10,6 +10,7 @@ label; with `"error"` it stops the run, and no output file is left behind.
 import csv
 import json
 import os
+
 import numpy as np
 import tensorflow as tf
 from tqdm import tqdm
@@ -18,6 +19,7 @@ from zoo import distribute
 from zoo.data.pipeline import trim_to_longest
 from zoo.data.sources import ListSource
 from zoo.data.text_files import BadRow
+from zoo.errors import UsageError
 
 DEFAULT_CHUNK_BATCHES = 64
 
@@ -143,7 +145,7 @@ class PredictionWriter:
 
     def __init__(self, path, label_names, has_id, with_errors=False):
         if not path.lower().endswith((".csv", ".jsonl")):
-            raise ValueError(f"{path}: output file must end in .csv or .jsonl")
+            raise UsageError(f"{path}: output file must end in .csv or .jsonl")
         self.path = path
         self.label_names = list(label_names)
         self.jsonl = path.lower().endswith(".jsonl")

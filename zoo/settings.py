@@ -4,6 +4,7 @@ import os
 from typing import Optional
 
 from zoo import distribute, fusion, precision
+from zoo.errors import UsageError
 from zoo.hub import DEFAULT_MODEL
 
 MODES = ("train", "eval", "train_and_eval", "predict", "export", "check_data")
@@ -41,6 +42,7 @@ class RunSettings:
     steps_per_execution: int = 1
     precision: str = "auto"  # see zoo.precision: auto = bf16 on a CPU with AMX-BF16
     xla_fusion: str = "auto"  # see zoo.fusion: auto = on for fixed-shape training on a CPU
+    allow_changed_settings: bool = False  # resume a model dir with other settings (run.json)
     export_dir: Optional[str] = None
     output_file: Optional[str] = None
 
@@ -55,7 +57,7 @@ def start_run(mode, settings: RunSettings, padding):
     (SQuAD windows are always fixed).
     """
     if mode not in MODES:
-        raise ValueError(f"--mode must be one of {MODES}, not {mode!r}")
+        raise UsageError(f"--mode must be one of {MODES}, not {mode!r}")
     precision.resolve(settings.precision)  # a bad value fails before any work
     fusion.resolve(settings.xla_fusion, padding, accelerators=0,
                    steps_per_execution=settings.steps_per_execution)

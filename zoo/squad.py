@@ -15,12 +15,16 @@ import tf_keras as keras
 from absl import logging
 from tqdm import tqdm
 
-from zoo import distribute, export, hub, spans, squad_eval, stages, train
+from zoo import distribute, export, hub, run_record, spans, squad_eval, stages, train
 from zoo.data import squad as squad_data
+from zoo.errors import UsageError
 from zoo.files import save_json
 from zoo.heads import SpanHead
 from zoo.models import encoder_inputs
 from zoo.settings import RunSettings, start_run
+
+TASK, OUTPUTS = "squad", "start_end_logits"  # in MODEL_DIR/run.json
+
 
 @dataclasses.dataclass
 class Settings(RunSettings):
@@ -130,11 +134,15 @@ def _train(settings, read_split, evaluate_each_epoch, strategy, compute):
     examples = read_split("train")
     eval_examples = read_split("eval") if evaluate_each_epoch else None
     reader = Reader(settings, strategy)
+    run_record.start_training(
+        settings.model_dir, run_record.describe(TASK, settings, OUTPUTS,
+                                                run_record.data_fingerprint(examples=examples)),
+        settings.allow_changed_settings, reader.chief)
     windows = reader.windows(examples, training=True)
     batch = settings.train_batch_size
-    steps_per_epoch, epochs = train.plan_epochs(len(windows), settings, "windows")
+    plan = train.plan_epochs(len(windows), settings, "windows")
     with strategy.scope():
-        optimizer = train.optimizer_for(settings, steps_per_epoch * epochs, compute.xla_fusion)
+        optimizer = train.optimizer_for(settings, plan.total_steps, compute.xla_fusion)
 
     def on_epoch_end(epoch, record):
         if not eval_examples:
@@ -145,10 +153,10 @@ def _train(settings, read_split, evaluate_each_epoch, strategy, compute):
     began = time.time()
     timing = train.fit(reader.core, optimizer, span_loss,
                        lambda epoch: windows_dataset(windows, batch, True, settings.seed + epoch),
-                       steps_per_epoch, epochs, batch, settings.model_dir,
+                       plan.steps_per_epoch, plan.epochs, batch, settings.model_dir,
                        settings.checkpoint_every, on_epoch_end, strategy=strategy,
                        steps_per_execution=settings.steps_per_execution,
-                       xla_fusion=compute.xla_fusion)
+                       xla_fusion=compute.xla_fusion, total_steps=plan.total_steps)
     timing.update(wall_seconds=time.time() - began, train_questions=len(examples),
                   train_windows=len(windows), batch_size=batch,
                   max_seq_length=settings.max_seq_length, doc_stride=settings.doc_stride,
@@ -165,8 +173,11 @@ def _train(settings, read_split, evaluate_each_epoch, strategy, compute):
 def run(mode, settings: Settings, read_split):
     """Runs one mode. `read_split(split)` returns SquadExamples of 'train', 'eval', 'predict'."""
     if mode == "check_data":
-        raise ValueError("--mode=check_data is for the classification tasks; SQuAD files are "
+        raise UsageError("--mode=check_data is for the classification tasks; SQuAD files are "
                          "checked as they are read (every problem names its question)")
+    if settings.max_seq_length - settings.max_query_length - 3 < 1:  # before any work
+        raise UsageError(export.no_room_message(settings.max_seq_length,
+                                                settings.max_query_length))
     strategy, compute = start_run(mode, settings, padding="fixed")  # windows: max_seq_length
     with stages.stage(f"--mode={mode}"):
         return _run(mode, settings, read_split, strategy, compute)
@@ -175,6 +186,7 @@ def run(mode, settings: Settings, read_split):
 def _run(mode, settings, read_split, strategy, compute):
     if mode in ("train", "train_and_eval"):
         return _train(settings, read_split, mode == "train_and_eval", strategy, compute)
+    run_record.check_restore(settings.model_dir, run_record.describe(TASK, settings, OUTPUTS))
     reader = Reader(settings, strategy)
     checkpoint = train.restore_model(reader.core, settings.model_dir)
     if mode == "eval":
@@ -192,7 +204,7 @@ def _run(mode, settings, read_split, strategy, compute):
         print(f"wrote {len(predictions)} answers to {path}")
         return len(predictions)
     if not settings.export_dir:
-        raise ValueError("--mode=export needs --export_dir")
+        raise UsageError("--mode=export needs --export_dir")
     path = reader.export()
     print("exported to", path)
     return path

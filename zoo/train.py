@@ -4,7 +4,9 @@
 per-epoch seed, so an interrupted epoch can be resumed exactly: the batches already trained on
 are skipped). The step counter is the optimizer's own `iterations`, saved with the checkpoint.
 """
+import collections
 import json
+import math
 import os
 import time
 
@@ -13,7 +15,8 @@ import tf_keras as keras
 from absl import logging
 from tqdm import tqdm
 
-from zoo import distribute, fusion, precision, stages
+from zoo import checkpoints, distribute, fusion, precision, stages
+from zoo.errors import UsageError
 from zoo.files import save_json
 
 NO_WEIGHT_DECAY = ("layer_norm", "LayerNorm", "bias")
@@ -33,7 +36,7 @@ class WarmupDecay(keras.optimizers.schedules.LearningRateSchedule):
 
     def __init__(self, peak, total_steps, warmup_steps, decay="linear", final_fraction=0.01):
         if decay not in ("linear", "exponential"):
-            raise ValueError(f"decay must be 'linear' or 'exponential', not {decay!r}")
+            raise UsageError(f"decay must be 'linear' or 'exponential', not {decay!r}")
         self.peak = peak
         self.total_steps = total_steps
         self.warmup_steps = warmup_steps
@@ -73,20 +76,28 @@ def create_optimizer(learning_rate, total_steps, warmup_steps, decay="linear", w
     return optimizer
 
 
-def plan_epochs(num_examples, settings, unit="examples"):
-    """(steps per epoch, epochs) for `num_examples` at the settings' global batch size.
+class Plan(collections.namedtuple("Plan", "steps_per_epoch epochs total_steps")):
+    """How long a training run is: `total_steps` over `epochs` of `steps_per_epoch` (the last
+    epoch may be cut short)."""
 
-    `settings.max_train_steps` (if set) caps training: fewer than an epoch's steps make one short
-    epoch; more are rounded down to whole epochs.
+
+def plan_epochs(num_examples, settings, unit="examples"):
+    """The `Plan` for `num_examples` at the settings' global batch size.
+
+    A fraction of an epoch is trained, never rounded away: 2.5 epochs of 12 steps are two
+    epochs and the first 6 steps of the third. `settings.max_train_steps` (if set) caps the
+    total exactly, cutting the last epoch short.
     """
     batch = settings.train_batch_size
     if num_examples < batch:
-        raise ValueError(f"{num_examples} training {unit} is less than one batch of {batch}")
-    steps, epochs = num_examples // batch, max(1, round(settings.num_train_epochs))
-    limit = settings.max_train_steps
-    if limit and limit < steps * epochs:
-        return (limit, 1) if limit < steps else (steps, limit // steps)
-    return steps, epochs
+        raise UsageError(f"{num_examples} training {unit} is less than one batch of {batch}")
+    if settings.num_train_epochs <= 0:
+        raise UsageError(f"num_train_epochs must be more than 0, not {settings.num_train_epochs}")
+    steps = num_examples // batch
+    total = max(1, round(settings.num_train_epochs * steps))
+    if settings.max_train_steps:
+        total = min(total, settings.max_train_steps)
+    return Plan(steps, math.ceil(total / steps), total)
 
 
 def optimizer_for(settings, total_steps, xla_fusion=False):
@@ -129,10 +140,8 @@ class Checkpoints:
         self.saved_step = None
 
     def restore(self):
-        latest = tf.train.latest_checkpoint(os.path.join(self.model_dir, "checkpoints"))
-        if latest:
-            self.checkpoint.restore(latest).expect_partial()
-            logging.info("Restored %s", latest)
+        """Restores the newest readable checkpoint, if any (`zoo.checkpoints`)."""
+        checkpoints.restore_newest(self.checkpoint, self.model_dir)
         self.saved_step = int(self.optimizer.iterations.numpy())
         return self.saved_step
 
@@ -145,13 +154,13 @@ class Checkpoints:
 
 
 def restore_model(model, model_dir):
-    """Loads the latest checkpoint's model weights (for eval / predict / export)."""
-    checkpoint_dir = os.path.join(model_dir, "checkpoints")
-    latest = tf.train.latest_checkpoint(checkpoint_dir)
-    if not latest:
-        raise FileNotFoundError(f"{checkpoint_dir}: no checkpoint; train first (--mode=train)")
-    tf.train.Checkpoint(model=model).restore(latest).expect_partial()
-    return latest
+    """Loads the newest readable checkpoint's model weights (for eval / predict / export); every
+    variable of `model` must be in it (`zoo.checkpoints`). Returns the checkpoint's path."""
+    restored = checkpoints.restore_newest(tf.train.Checkpoint(model=model), model_dir)
+    if not restored:
+        raise FileNotFoundError(f"{checkpoints.directory(model_dir)}: no checkpoint; train first "
+                                "(--mode=train)")
+    return restored
 
 
 def weights_fingerprint(model):
@@ -162,7 +171,7 @@ def weights_fingerprint(model):
 
 def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_size, model_dir,
         checkpoint_every=0, on_epoch_end=None, summary_every=20, metrics=None, strategy=None,
-        steps_per_execution=1, xla_fusion=False):
+        steps_per_execution=1, xla_fusion=False, total_steps=None):
     """Trains `model`; resumes from the model dir's latest checkpoint. Returns timing results.
 
     Create `model`, `optimizer` and `metrics` inside `strategy.scope()`.
@@ -177,19 +186,21 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
             reported per epoch as `train_<name>`.
         strategy: a tf.distribute.Strategy (default: the current one).
         steps_per_execution: training steps run inside one tf.function call.
+        total_steps: steps in all (default `steps_per_epoch * epochs`); fewer cut the last
+            epoch short (`plan_epochs` of a fractional epoch count).
         xla_fusion: XLA auto-clustering of the training step (`zoo.fusion`; needs
             `steps_per_execution` 1). It is on only during the step's calls: the datasets,
             `on_epoch_end` and everything after `fit` run unclustered.
     """
     if xla_fusion and steps_per_execution != 1:
-        raise ValueError("xla_fusion needs steps_per_execution=1")
+        raise UsageError("xla_fusion needs steps_per_execution=1")
     strategy = strategy or tf.distribute.get_strategy()
     chief = distribute.is_chief(strategy)
     write_dir = distribute.write_dir(model_dir, strategy)
     metrics = metrics or {}
-    checkpoints = Checkpoints(model, optimizer, model_dir, write_dir)
-    start_step = checkpoints.restore()
-    total_steps = steps_per_epoch * epochs
+    saver = Checkpoints(model, optimizer, model_dir, write_dir)
+    start_step = saver.restore()
+    total_steps = total_steps or steps_per_epoch * epochs
     history = load_history(model_dir)
     writer = (tf.summary.create_file_writer(os.path.join(model_dir, "train")) if chief
               else tf.summary.create_noop_writer())
@@ -233,42 +244,44 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
     if precision.current() == "bf16":
         hints.append("bf16 was on (--precision=fp32 turns it off).")
     timing = dict(steps=0, seconds=0.0)
-    for epoch in range(start_step // steps_per_epoch, epochs):
+    first_epoch = start_step // steps_per_epoch if start_step < total_steps else epochs
+    for epoch in range(first_epoch, epochs):
         done = int(optimizer.iterations.numpy()) - epoch * steps_per_epoch
+        epoch_steps = min(steps_per_epoch, total_steps - epoch * steps_per_epoch)
         losses = []
         for metric in metrics.values():
             metric.reset_state()
         iterator = iter(strategy.experimental_distribute_dataset(
-            dataset_fn(epoch).skip(done).take(steps_per_epoch - done)))
-        bar = tqdm(total=steps_per_epoch * batch_size, initial=done * batch_size, unit="ex",
-                   desc=f"train epoch {epoch + 1}/{epochs}", dynamic_ncols=True, mininterval=2,
-                   disable=not chief)
-        while done < steps_per_epoch:
-            num_steps = min(steps_per_execution, steps_per_epoch - done)
-            began = time.perf_counter()
-            with stages.stage(f"training step {done + epoch * steps_per_epoch + 1}", hints):
-                with fusion.scope(xla_fusion):
-                    loss = (train_step(iterator) if steps_per_execution == 1
-                            else train_steps(iterator, tf.constant(num_steps)))
-                loss = float(loss)
-            seconds = time.perf_counter() - began
-            if not timing["steps"]:  # the first call also traces: kept out of the steady rate
-                timing.update(first_call_seconds=seconds, first_call_steps=num_steps)
-            timing["seconds"] += seconds
-            timing["steps"] += num_steps
-            done += num_steps
-            losses.append((loss, num_steps))
-            step = int(optimizer.iterations.numpy())
-            bar.update(batch_size * num_steps)
-            bar.set_postfix(loss=f"{loss:.4f}", step=f"{step}/{total_steps}")
-            if step // summary_every != (step - num_steps) // summary_every or step == total_steps:
-                with writer.as_default(step=step):
-                    tf.summary.scalar("loss", loss)
-                    tf.summary.scalar("learning_rate", optimizer.learning_rate)
-            if checkpoint_every and step // checkpoint_every != (step - num_steps) // checkpoint_every:
-                checkpoints.save()
-        bar.close()
-        checkpoints.save()
+            dataset_fn(epoch).skip(done).take(epoch_steps - done)))
+        with tqdm(total=epoch_steps * batch_size, initial=done * batch_size, unit="ex",
+                  desc=f"train epoch {epoch + 1}/{epochs}", dynamic_ncols=True, mininterval=2,
+                  disable=not chief) as bar:  # closed also when a step fails
+            while done < epoch_steps:
+                num_steps = min(steps_per_execution, epoch_steps - done)
+                began = time.perf_counter()
+                with stages.stage(f"training step {done + epoch * steps_per_epoch + 1}", hints):
+                    with fusion.scope(xla_fusion):
+                        loss = (train_step(iterator) if steps_per_execution == 1
+                                else train_steps(iterator, tf.constant(num_steps)))
+                    loss = float(loss)
+                seconds = time.perf_counter() - began
+                if not timing["steps"]:  # the first call also traces: kept out of the steady rate
+                    timing.update(first_call_seconds=seconds, first_call_steps=num_steps)
+                timing["seconds"] += seconds
+                timing["steps"] += num_steps
+                done += num_steps
+                losses.append((loss, num_steps))
+                step = int(optimizer.iterations.numpy())
+                bar.update(batch_size * num_steps)
+                bar.set_postfix(loss=f"{loss:.4f}", step=f"{step}/{total_steps}")
+                crossed = lambda every: step // every != (step - num_steps) // every  # noqa: E731
+                if crossed(summary_every) or step == total_steps:
+                    with writer.as_default(step=step):
+                        tf.summary.scalar("loss", loss)
+                        tf.summary.scalar("learning_rate", optimizer.learning_rate)
+                if checkpoint_every and crossed(checkpoint_every):
+                    saver.save()
+        saver.save()
         record = dict(epoch=epoch + 1, step=int(optimizer.iterations.numpy()))
         if losses:
             record["train_loss"] = sum(l * n for l, n in losses) / sum(n for _, n in losses)

@@ -30,12 +30,13 @@ def main(argv):
     del argv
     from zoo import squad  # pylint: disable=import-outside-toplevel
     from zoo.data.squad import read_squad  # pylint: disable=import-outside-toplevel
+    from zoo.errors import UsageError  # pylint: disable=import-outside-toplevel
 
     def read_split(split):
         path = {"train": FLAGS.train_file, "eval": FLAGS.eval_file,
                 "predict": FLAGS.predict_file}[split]
         if not path:
-            raise ValueError(f"no {split} data: pass --{split}_file")
+            raise UsageError(f"no {split} data: pass --{split}_file")
         examples = read_squad(path, require_answers=split != "predict")
         if split == "train" and FLAGS.max_train_questions:
             examples = examples[:FLAGS.max_train_questions]

@@ -45,3 +45,15 @@ def test_save_and_load(tmp_path):
     assert (loaded.raw_labels, loaded.names) == (["0", "1"], ["neg", "pos"])
     with pytest.raises(FileNotFoundError, match="train a model"):
         LabelVocab.load(str(tmp_path / "empty"))
+
+
+def test_a_raw_label_always_means_its_raw_value():
+    """Names that spell other raw labels: raw values win, names are read only where no raw
+    label has that spelling."""
+    shifted = LabelVocab.from_examples(_examples("1", "2"), parse_label_map("1:0,2:1"))
+    assert shifted.raw_labels == ["1", "2"] and shifted.names == ["0", "1"]
+    ids = {label: shifted.id(Example("t", label=label)) for label in ("0", "1", "2")}
+    assert ids == {"0": 0, "1": 0, "2": 1}  # "1" is raw 1 (name "0"), not the name "1"
+    swapped = LabelVocab.from_examples(_examples("0", "1"), parse_label_map("0:1,1:0"))
+    assert swapped.names == ["1", "0"]
+    assert [swapped.id(Example("t", label=label)) for label in ("0", "1")] == [0, 1]

@@ -2,6 +2,7 @@
 import csv
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import pytest
 import tensorflow as tf
 
 from tests.helpers import ROOT, run_module
+from zoo import precision
 
 WORDS = {"-1": ["awful", "boring", "hated", "terrible"], "0": ["released", "monday", "actors"],
          "1": ["great", "loved", "wonderful", "brilliant"]}
@@ -66,7 +68,6 @@ def test_train_and_eval_writes_everything_to_the_model_dir(trained):
     # The words give the label away. A 32-wide random BERT sometimes merges two of the three
     # classes for a while, so ask for well above chance (1/3), not for perfection.
     assert results["accuracy"] > 0.5
-    from zoo import precision  # pylint: disable=import-outside-toplevel
     timing = json.load(open(os.path.join(trained, "train_results.json")))
     assert timing["precision"] == precision.resolve("auto")  # the default, as applied
     assert timing["xla_fusion"] is False  # bucketed batches vary in length: not fused
@@ -149,6 +150,103 @@ def test_a_killed_run_resumes_from_its_checkpoint(data, tiny_hub, tmp_path):
     timing = json.load(open(model_dir / "train_results.json"))
     assert timing["steps"] == 300 - done_before  # only the rest was trained
     assert tf.train.latest_checkpoint(str(checkpoint_dir)).endswith("-300")
+
+
+def _two_class_csv(path, n, seed, raw=("-1", "1")):
+    """Rows alternating between raw[0] (negative words) and raw[1] (positive words)."""
+    import random  # pylint: disable=import-outside-toplevel
+    rng = random.Random(seed)
+    words = {raw[0]: WORDS["-1"], raw[1]: WORDS["1"]}
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(["id", "tweet", "sentiment"])
+        for i in range(n):
+            label = raw[i % 2]
+            writer.writerow([i, " ".join(rng.choice(words[label]) for _ in range(4)), label])
+    return str(path)
+
+
+@pytest.mark.skipif(not {"amx_bf16", "avx512_bf16"} & precision.cpu_flags(),
+                    reason="this CPU has no bf16 instructions (amx_bf16, avx512_bf16)")
+def test_bf16_training_end_to_end(tmp_path, tiny_hub):
+    """--precision=bf16 forced on any CPU with bf16 instructions (AMX or AVX512_BF16; auto picks
+    it only with AMX): the run trains in bf16, learns, and evaluates in bf16 as asked."""
+    model_dir = str(tmp_path / "model")
+    result = _classify(model_dir, "--mode=train_and_eval", "--precision=bf16",
+                       f"--train_file={_two_class_csv(tmp_path / 'train.csv', 64, 1)}",
+                       f"--eval_file={_two_class_csv(tmp_path / 'dev.csv', 16, 2)}",
+                       "--num_train_epochs=6", "--learning_rate=3e-3", "--warmup_proportion=0.05")
+    assert result.returncode == 0, result.stderr[-3000:]
+    timing = json.load(open(os.path.join(model_dir, "train_results.json")))
+    assert timing["precision"] == "bf16"
+    assert json.load(open(os.path.join(model_dir, "eval_results.json")))["accuracy"] >= 0.9
+
+
+@pytest.mark.parametrize("raw,label_map", [(("1", "2"), "1:0,2:1"),  # 1-based renamed 0-based
+                                           (("0", "1"), "0:1,1:0")])  # a swap
+def test_a_label_map_whose_names_are_other_raw_labels(tmp_path, tiny_hub, raw, label_map):
+    """A raw label always means its raw value, also when a mapped name spells another raw label
+    (before, raw "1" took the id of the name "1", and the swap undid itself)."""
+    names = dict(item.split(":") for item in label_map.split(","))
+    model_dir = str(tmp_path / "model")
+    train_file = _two_class_csv(tmp_path / "train.csv", 64, 1, raw)
+    dev_file = _two_class_csv(tmp_path / "dev.csv", 16, 2, raw)
+    result = _classify(model_dir, "--mode=train_and_eval", f"--train_file={train_file}",
+                       f"--eval_file={dev_file}", f"--label_map={label_map}",
+                       "--num_train_epochs=6", "--learning_rate=3e-3", "--warmup_proportion=0.05",
+                       f"--export_dir={model_dir}/export/1")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.load(open(os.path.join(model_dir, "eval_results.json")))["accuracy"] == 1.0
+    labels = json.load(open(os.path.join(model_dir, "labels.json")))
+    assert labels["raw_labels"] == list(raw) and labels["names"] == [names[r] for r in raw]
+    output = os.path.join(model_dir, "predictions.csv")
+    result = _classify(model_dir, "--mode=predict", f"--predict_file={dev_file}",
+                       f"--label_map={label_map}", f"--output_file={output}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    gold = [r["sentiment"] for r in csv.DictReader(open(dev_file))]
+    predicted = [r["label"] for r in csv.DictReader(open(output))]
+    assert predicted == [names[g] for g in gold]
+    served = tf.saved_model.load(os.path.join(model_dir, "export", "1")).signatures[
+        "serving_default"](text=tf.constant(["loved it, brilliant", "boring and awful"]))
+    assert [x.decode() for x in served["label"].numpy()] == [names[raw[1]], names[raw[0]]]
+
+
+def test_a_rerun_with_other_settings_stops_unless_allowed(data, tiny_hub, tmp_path):
+    model_dir = str(tmp_path / "model")
+    train_file = tmp_path / "train.csv"
+    train_file.write_text(open(data["train"], encoding="utf-8").read(), encoding="utf-8")
+    result = _classify(model_dir, "--mode=train", f"--train_file={train_file}",
+                       "--num_train_epochs=1")
+    assert result.returncode == 0, result.stderr[-3000:]
+    saved = json.load(open(os.path.join(model_dir, "run.json")))
+    assert saved["task"] == "classification" and saved["outputs"] == ["-1", "0", "1"]
+
+    with open(train_file, "a", encoding="utf-8") as f:  # the data changes too
+        f.write("x1,loved it,1\n")
+    result = _classify(model_dir, "--mode=train", f"--train_file={train_file}",
+                       "--num_train_epochs=2", "--train_batch_size=16")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    for change in ("train_batch_size: 8 -> 16", "num_train_epochs: 1.0 -> 2.0", "data: "):
+        assert change in result.stderr, result.stderr[-2000:]
+    assert "--allow_changed_settings" in result.stderr
+
+    result = _classify(model_dir, "--mode=train", f"--train_file={train_file}",
+                       "--num_train_epochs=2", "--allow_changed_settings")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "warning: resuming with a changed setting: num_train_epochs: 1.0 -> 2.0" in \
+        result.stdout
+    timing = json.load(open(os.path.join(model_dir, "train_results.json")))
+    assert timing["steps"] == 12  # 97 rows: 12 steps an epoch; the second epoch only
+    assert json.load(open(os.path.join(model_dir, "run.json")))["num_train_epochs"] == 2.0
+
+    # A restore with another encoder or task names what differs, before any weights are used.
+    result = _classify(model_dir, "--mode=eval", f"--eval_file={data['dev']}",
+                       "--encoder_handle=minilm_l6_h384_uncased")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "encoder_handle: 'tiny' -> 'minilm_l6_h384_uncased'" in result.stderr
+    result = run_module("tasks.squad.train", "--mode=eval", f"--eval_file={data['dev']}",
+                        f"--model_dir={model_dir}", "--encoder_handle=tiny")
+    assert result.returncode != 0 and "task: 'classification' -> 'squad'" in result.stderr
 
 
 def test_bad_rows_and_unknown_labels_end_with_a_clear_error(data, tmp_path):
@@ -241,3 +339,102 @@ def test_tfds_source_through_the_task(tmp_path, tiny_hub):
     labels = json.load(open(model_dir / "labels.json"))
     assert set(labels["names"]) <= {"equivalent", "not_equivalent"}
     assert json.load(open(model_dir / "eval_results.json"))["num_examples"] == 24
+
+
+KILLED_WHILE_SAVING = """
+import os, signal, sys
+import tensorflow as tf
+from absl import app
+from tasks.classify import train
+
+real_save = tf.train.CheckpointManager.save
+calls = []
+
+def save(self, checkpoint_number=None, **kwargs):
+    calls.append(checkpoint_number)
+    if len(calls) < 3:
+        return real_save(self, checkpoint_number=checkpoint_number, **kwargs)
+    # The third checkpoint: its files are being written when the process is killed (-9).
+    prefix = os.path.join(self.directory, f"ckpt-{checkpoint_number}")
+    written = self._checkpoint.write(prefix)
+    for name in os.listdir(self.directory):
+        if name.startswith(f"ckpt-{checkpoint_number}.data"):
+            path = os.path.join(self.directory, name)
+            os.truncate(path, os.path.getsize(path) // 2)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+tf.train.CheckpointManager.save = save
+app.run(train.main, argv=["train"] + sys.argv[1:])
+"""
+
+
+def test_killed_while_writing_a_checkpoint_resumes_from_the_last_complete_one(data, tiny_hub,
+                                                                              tmp_path):
+    model_dir = tmp_path / "model"
+    args = ["--encoder_handle=tiny", f"--model_dir={model_dir}", "--text_column=tweet",
+            "--label_column=sentiment", f"--train_file={data['train']}", "--mode=train",
+            "--train_batch_size=8", "--num_train_epochs=2", "--max_seq_length=32",
+            "--checkpoint_every=4"]
+    killed = subprocess.run([sys.executable, "-c", KILLED_WHILE_SAVING, *args], cwd=ROOT,
+                            capture_output=True, text=True, timeout=600)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    checkpoint_dir = str(model_dir / "checkpoints")
+    assert tf.train.latest_checkpoint(checkpoint_dir).endswith("ckpt-8")  # the last complete
+    assert any(n.startswith("ckpt-12.data") for n in os.listdir(checkpoint_dir))  # half-written
+    result = run_module("tasks.classify.train", *args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.load(open(model_dir / "train_results.json"))["steps"] == 24 - 8
+    assert tf.train.latest_checkpoint(checkpoint_dir).endswith("ckpt-24")
+
+
+def test_a_corrupt_latest_checkpoint_falls_back_to_the_one_before(trained, data, tmp_path):
+    model_dir = tmp_path / "copy"
+    shutil.copytree(trained, model_dir)
+    checkpoint_dir = model_dir / "checkpoints"
+    latest = tf.train.latest_checkpoint(str(checkpoint_dir))
+    for name in os.listdir(checkpoint_dir):  # a copy cut short: the newest data file truncated
+        if name.startswith(os.path.basename(latest) + ".data"):
+            os.truncate(checkpoint_dir / name, os.path.getsize(checkpoint_dir / name) // 2)
+    result = _classify(str(model_dir), "--mode=eval", f"--eval_file={data['dev']}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"warning: {latest}: unreadable checkpoint" in result.stdout
+    os.remove(model_dir / "eval_results.json")
+    result = _classify(str(model_dir), "--mode=eval", f"--eval_file={data['dev']}")
+    assert result.returncode == 0 and "unreadable checkpoint" in result.stdout
+    assert json.load(open(model_dir / "eval_results.json"))["examples"] == 30  # evaluated
+
+
+FULL_DISK_EXPORT = """
+import errno, os, sys
+import tensorflow as tf
+from absl import app
+from tasks.classify import train
+
+def save(obj, export_dir, signatures=None, options=None):  # the disk fills half-way
+    with open(os.path.join(export_dir, "saved_model.pb"), "wb") as f:
+        f.write(b"half a model")
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+tf.saved_model.save = save
+app.run(train.main, argv=["train"] + sys.argv[1:])
+"""
+
+
+def test_a_disk_that_fills_during_export_leaves_the_previous_export_intact(trained):
+    export_dir = os.path.join(trained, "export", "1")
+    before = sorted(os.listdir(export_dir))
+    texts = tf.constant(["loved it, brilliant", "boring and awful"])
+    served = tf.saved_model.load(export_dir).signatures["serving_default"](text=texts)
+    result = subprocess.run(
+        [sys.executable, "-c", FULL_DISK_EXPORT, "--encoder_handle=tiny",
+         f"--model_dir={trained}", "--text_column=tweet", "--label_column=sentiment",
+         f"--label_map={LABEL_MAP}", "--max_seq_length=32", "--mode=export",
+         f"--export_dir={export_dir}"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"error: export to {export_dir} failed (No space left on device); the export that was "
+        "there is unchanged")
+    assert sorted(os.listdir(export_dir)) == before
+    assert not [n for n in os.listdir(os.path.dirname(export_dir)) if n.startswith(".1-")]
+    again = tf.saved_model.load(export_dir).signatures["serving_default"](text=texts)
+    assert again["label"].numpy().tolist() == served["label"].numpy().tolist()

@@ -21,6 +21,7 @@ from tqdm import tqdm
 
 from zoo.data.sources import RejectedRows, with_known_labels
 from zoo.data.text_files import BadRow, DataError
+from zoo.errors import UsageError
 
 BAD_ROW_POLICIES = ("error", "skip")
 PERCENTILES = (50, 90, 95, 99)
@@ -94,7 +95,7 @@ def check_split(split, source, packer=None, max_seq_length=128, known_labels=Non
         rejected_path: where rejected rows go (JSON lines) when skipping.
     """
     if bad_rows not in BAD_ROW_POLICIES:
-        raise ValueError(f"bad_rows must be one of {BAD_ROW_POLICIES}, not {bad_rows!r}")
+        raise UsageError(f"bad_rows must be one of {BAD_ROW_POLICIES}, not {bad_rows!r}")
     rejected = RejectedRows(rejected_path) if bad_rows == "skip" and rejected_path else None
     reasons = collections.Counter()
     labels = collections.Counter()

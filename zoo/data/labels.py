@@ -8,6 +8,7 @@ import json
 import os
 
 from zoo.data.text_files import DataError
+from zoo.errors import UsageError
 from zoo.files import save_json
 
 LABELS_FILE = "labels.json"
@@ -19,10 +20,10 @@ def parse_label_map(text):
     for item in filter(None, (part.strip() for part in (text or "").split(","))):
         raw, sep, name = item.rpartition(":")
         if not sep or not raw.strip() or not name.strip():
-            raise ValueError(f"label map item {item!r} is not RAW:NAME")
+            raise UsageError(f"label map item {item!r} is not RAW:NAME")
         mapping[raw.strip()] = name.strip()
     if len(set(mapping.values())) != len(mapping):
-        raise ValueError(f"label map {text!r} gives two labels the same name")
+        raise UsageError(f"label map {text!r} gives two labels the same name")
     return mapping
 
 
@@ -45,9 +46,10 @@ class LabelVocab:
         self.raw_labels = list(raw_labels)
         self.label_map = dict(label_map or {})
         self.names = [self.label_map.get(raw, raw) for raw in self.raw_labels]
-        self._ids = {raw: i for i, raw in enumerate(self.raw_labels)}
-        # A label may also be written by its mapped name.
-        self._ids.update({name: i for i, name in enumerate(self.names)})
+        # A label may also be written by its mapped name, but a raw label always means its raw
+        # value: with `1:0,2:1`, "1" is raw 1 (named "0"), never the name "1" (raw 2).
+        self._ids = {name: i for i, name in enumerate(self.names)}
+        self._ids.update({raw: i for i, raw in enumerate(self.raw_labels)})
 
     @classmethod
     def from_examples(cls, examples, label_map=None):

@@ -15,6 +15,7 @@ import os
 import tensorflow as tf
 
 from zoo.data.text_files import BadRow, Columns, DataError, Example, example_from_row, iter_file
+from zoo.errors import UsageError
 
 TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".tfrec")
 
@@ -58,7 +59,7 @@ def _tfrecord_rows(path, columns, require_label):
         raise DataError(f"{path}: corrupt TFRecord file ({e.message})") from None
 
 
-class MissingSplit(ValueError):
+class MissingSplit(UsageError):
     """No data was given for a split (no --eval_file, say)."""
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from zoo.data.text_files import DataError
+from zoo.errors import UsageError
 
 
 @dataclasses.dataclass
@@ -143,7 +144,7 @@ def make_windows(preprocessor, examples, special_tokens, max_seq_length=384, doc
         question = question[:max_query_length]
         max_tokens = max_seq_length - len(question) - 3
         if max_tokens < 1:
-            raise ValueError(f"max_seq_length {max_seq_length} leaves no room for the context "
+            raise UsageError(f"max_seq_length {max_seq_length} leaves no room for the context "
                              f"after a {len(question)}-token question")
         starts = window_starts(len(ids), max_tokens, doc_stride)
         best = _max_context(starts, max_tokens, len(ids))

@@ -1,0 +1,55 @@
+"""tasks.common.run_task: the user's errors end in one line, a bug keeps its traceback."""
+import pytest
+
+from tasks import common
+from zoo import hub
+from zoo.data.sources import MissingSplit
+from zoo.data.text_files import DataError
+from zoo.errors import OutputError, UsageError
+from zoo.stages import StageError
+
+
+@pytest.fixture
+def flags(tmp_path):
+    common.FLAGS(["test", f"--model_dir={tmp_path}"])
+    yield common.FLAGS
+    common.FLAGS.unparse_flags()
+
+
+def _raising(error):
+    def run(mode, settings, read_split):
+        raise error
+    return run
+
+
+@pytest.mark.parametrize("error", [
+    UsageError("--mode=export needs --export_dir"), DataError("f.csv:3: empty text"),
+    hub.HandleError("nope: not a model"), FileNotFoundError("x: no such file"),
+    MissingSplit("no eval data: pass --eval_file"),
+    OutputError("export to e/1 failed (No space left on device); the export that was there is "
+                "unchanged")])
+def test_a_users_error_is_one_line(flags, error):
+    with pytest.raises(SystemExit) as raised:
+        common.run_task(_raising(error), None, None)
+    assert str(raised.value) == f"error: {error}"
+    assert raised.value.__cause__ is None and raised.value.__suppress_context__
+
+
+def test_a_bug_keeps_its_traceback(flags):
+    # A ValueError that zoo did not raise for the user (here: a made-up bug) is not turned
+    # into a one-line message: its traceback is what a bug report needs.
+    with pytest.raises(ValueError, match="operands could not be broadcast"):
+        common.run_task(_raising(ValueError("operands could not be broadcast")), None, None)
+    with pytest.raises(KeyError):
+        common.run_task(_raising(KeyError("start_logits")), None, None)
+
+
+def test_a_tensorflow_failure_prints_its_traceback_then_the_stage(flags, capsys):
+    try:
+        raise RuntimeError("deep inside TensorFlow")
+    except RuntimeError as cause:
+        error = StageError("training step 3 failed inside TensorFlow: deep")
+        error.__cause__ = cause
+    with pytest.raises(SystemExit, match="error: training step 3 failed"):
+        common.run_task(_raising(error), None, None)
+    assert "deep inside TensorFlow" in capsys.readouterr().err  # the traceback was printed

@@ -1,0 +1,78 @@
+"""Restoring a model dir's checkpoint: the newest readable one, and only if it fits the model.
+
+TensorFlow's `Checkpoint.restore(...).expect_partial()` alone accepts a checkpoint that holds
+none, or only some, of the model's variables: an eval, predict or export against a model dir
+trained with another encoder, head size or task would run on weights never restored. Here every
+variable of the model must be matched, or the run stops naming the model dir and what differs.
+
+A checkpoint whose files are corrupt or truncated (a disk that filled, a copy cut short) is
+skipped with a warning, and the one before it is restored; a checkpoint that a killed process
+was still writing is never the newest, since TensorFlow records a checkpoint only once it is
+complete.
+"""
+import os
+
+import tensorflow as tf
+from absl import logging
+
+from zoo import run_record
+from zoo.errors import UsageError
+
+
+def directory(model_dir):
+    return os.path.join(model_dir, "checkpoints")
+
+
+def newest_first(model_dir):
+    """The recorded checkpoints of `model_dir`, newest first."""
+    state = tf.train.get_checkpoint_state(directory(model_dir))
+    if not state or not state.model_checkpoint_path:
+        return []
+    paths = [state.model_checkpoint_path] + [
+        p for p in reversed(state.all_model_checkpoint_paths) if p != state.model_checkpoint_path]
+    return [p if os.path.isabs(p) else os.path.join(directory(model_dir), p) for p in paths]
+
+
+def _first_line(error):
+    message = str(getattr(error, "message", error)).strip()
+    return message.splitlines()[0] if message else type(error).__name__
+
+
+def _mismatch(model_dir, path, detail):
+    saved = run_record.load(model_dir)
+    trained = (f" It was trained as: {run_record.summary(saved)}." if saved
+               else f" See {model_dir}/flags.txt for the flags it was trained with.")
+    return UsageError(f"{path}: this checkpoint does not fit the model this run builds "
+                      f"({detail}); was {model_dir} trained with another encoder, task or "
+                      f"number of labels?{trained}")
+
+
+def restore_newest(checkpoint, model_dir):
+    """Restores the newest readable checkpoint of `model_dir` into `checkpoint` (a
+    `tf.train.Checkpoint` whose `model` must be matched in full); returns its path, or None
+    when the model dir has no checkpoint."""
+    paths = newest_first(model_dir)
+    for path in paths:
+        try:
+            status = checkpoint.restore(path)
+        # Corrupt, truncated or missing files (TensorFlow's reader raises IndexError for a
+        # data file cut short).
+        except (tf.errors.OpError, IndexError) as e:
+            logging.warning("%s: unreadable checkpoint (%s)", path, _first_line(e))
+            print(f"warning: {path}: unreadable checkpoint ({_first_line(e)}); "
+                  "trying the one before it")
+            continue
+        except ValueError as e:  # a variable of another shape
+            raise _mismatch(model_dir, path, _first_line(e)) from None
+        status.expect_partial()
+        try:
+            status.assert_existing_objects_matched()
+        except AssertionError as e:
+            raise _mismatch(model_dir, path, _first_line(e)) from None
+        logging.info("Restored %s", path)
+        return path
+    if paths:
+        raise UsageError(f"{directory(model_dir)}: no readable checkpoint (tried "
+                         f"{', '.join(os.path.basename(p) for p in paths)}); train again in a "
+                         "new --model_dir")
+    return None
