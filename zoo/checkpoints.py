@@ -15,7 +15,7 @@ import os
 import tensorflow as tf
 from absl import logging
 
-from zoo import run_record
+from zoo import run_record, stages
 from zoo.errors import UsageError
 
 
@@ -31,11 +31,6 @@ def newest_first(model_dir):
     paths = [state.model_checkpoint_path] + [
         p for p in reversed(state.all_model_checkpoint_paths) if p != state.model_checkpoint_path]
     return [p if os.path.isabs(p) else os.path.join(directory(model_dir), p) for p in paths]
-
-
-def _first_line(error):
-    message = str(getattr(error, "message", error)).strip()
-    return message.splitlines()[0] if message else type(error).__name__
 
 
 def _mismatch(model_dir, path, detail):
@@ -58,17 +53,17 @@ def restore_newest(checkpoint, model_dir):
         # Corrupt, truncated or missing files (TensorFlow's reader raises IndexError for a
         # data file cut short).
         except (tf.errors.OpError, IndexError) as e:
-            logging.warning("%s: unreadable checkpoint (%s)", path, _first_line(e))
-            print(f"warning: {path}: unreadable checkpoint ({_first_line(e)}); "
+            logging.warning("%s: unreadable checkpoint (%s)", path, stages.first_line(e))
+            print(f"warning: {path}: unreadable checkpoint ({stages.first_line(e)}); "
                   "trying the one before it")
             continue
         except ValueError as e:  # a variable of another shape
-            raise _mismatch(model_dir, path, _first_line(e)) from None
+            raise _mismatch(model_dir, path, stages.first_line(e)) from None
         status.expect_partial()
         try:
             status.assert_existing_objects_matched()
         except AssertionError as e:
-            raise _mismatch(model_dir, path, _first_line(e)) from None
+            raise _mismatch(model_dir, path, stages.first_line(e)) from None
         logging.info("Restored %s", path)
         return path
     if paths:

@@ -9,6 +9,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as text
 
+from zoo import stages
 from zoo.data.pipeline import trim_to_longest
 from zoo.errors import OutputError, UsageError
 from zoo.files import atomic_directory
@@ -21,7 +22,7 @@ def _save(module, export_dir, signature):
         with atomic_directory(export_dir) as staging:
             tf.saved_model.save(module, staging, signatures={"serving_default": signature})
     except (OSError, tf.errors.OpError) as e:
-        reason = getattr(e, "strerror", None) or str(getattr(e, "message", e)).splitlines()[0]
+        reason = getattr(e, "strerror", None) or stages.first_line(e)
         raise OutputError(f"export to {export_dir} failed ({reason}); the export that was there "
                           "is unchanged") from e
     return os.path.abspath(export_dir)

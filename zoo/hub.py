@@ -19,6 +19,7 @@ import tensorflow as tf
 import tensorflow_hub as hub
 import tensorflow_text  # noqa: F401  (registers the ops a preprocessor needs; tensorflow/hub#705)
 
+from zoo import stages
 from zoo.hub_build import build as hub_build
 
 TFHUB = "https://tfhub.dev/tensorflow"
@@ -171,11 +172,6 @@ ENCODER_OUTPUTS = ("pooled_output", "sequence_output")
 PREPROCESSOR_PARTS = ("tokenize", "bert_pack_inputs")
 
 
-def _first_line(error):
-    message = str(getattr(error, "message", error)).strip()
-    return f"{type(error).__name__}: {message.splitlines()[0] if message else ''}"
-
-
 def _signatures(loaded):
     """(inputs, outputs) of each concrete function of a loaded object's __call__."""
     call = getattr(loaded, "__call__", None)
@@ -204,7 +200,7 @@ def encoder_layer(handle, trainable=True, on_tpu=False, name="encoder"):
                                name=name)
     except Exception as e:  # pylint: disable=broad-except  # a broken SavedModel fails many ways
         raise HandleError(f"{handle}: cannot be loaded as a TF Hub encoder "
-                          f"({_first_line(e)})") from e
+                          f"({type(e).__name__}: {stages.first_line(e)})") from e
     if not _is_bert_encoder(layer._func):  # pylint: disable=protected-access
         found = [(sorted(i) if isinstance(i, dict) else i,
                   sorted(o) if isinstance(o, dict) else o) for i, o in _signatures(layer._func)]  # pylint: disable=protected-access
@@ -224,7 +220,7 @@ def load_preprocessor(handle, on_tpu=False):
         loaded = hub.load(handle, options=load_options(on_tpu))
     except Exception as e:  # pylint: disable=broad-except  # a broken SavedModel fails many ways
         raise HandleError(f"{handle}: cannot be loaded as a TF Hub preprocessor "
-                          f"({_first_line(e)})") from e
+                          f"({type(e).__name__}: {stages.first_line(e)})") from e
     missing = [part for part in PREPROCESSOR_PARTS if not hasattr(loaded, part)]
     if missing:
         raise HandleError(f"{handle}: not a BERT preprocessor (it has no {', '.join(missing)}; "

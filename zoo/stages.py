@@ -19,7 +19,7 @@ _NOT_THE_MESSAGE = ("Graph execution error", "Detected at node", "<stack traces"
                     "Stack trace for op definition", "dummy_file_name")
 
 
-def _first_line(error):
+def first_line(error):
     """The line of a TensorFlow error that says what went wrong (not where: no stack frames)."""
     for line in str(getattr(error, "message", error)).splitlines():
         if line.strip() and not line[0].isspace() and not line.startswith(_NOT_THE_MESSAGE):
@@ -39,7 +39,7 @@ def stage(name, hints=()):
     try:
         yield
     except tf.errors.OpError as e:
-        message = f"{name} failed inside TensorFlow: {_first_line(e)}"
+        message = f"{name} failed inside TensorFlow: {first_line(e)}"
         if hints:
             message += ". " + " ".join(hints)
         raise StageError(message) from e
