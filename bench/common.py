@@ -62,3 +62,34 @@ def latency_ms(fn, texts, warmup=20):
         times.append((time.perf_counter() - began) * 1000)
     return dict(p50_ms=round(float(np.percentile(times, 50)), 2),
                 p95_ms=round(float(np.percentile(times, 95)), 2), requests=len(times))
+
+
+CPU_FLAGS_OF_INTEREST = ("avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile",
+                         "avx_ne_convert")
+
+
+def machine(code_dir=BENCH):
+    """What a figure ran on: CPU model, family and the flags that decide zoo's fast paths
+    (from /proc/cpuinfo), cores, and the git commit of the code measured (in `code_dir`)."""
+    info = {}
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key in ("model name", "cpu family", "model", "flags") and key not in info:
+                    info[key] = value.strip()
+    except OSError:
+        pass
+    flags = set(info.get("flags", "").split())
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=code_dir,
+                             capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=code_dir, capture_output=True, text=True, check=True).stdout
+        sha += "+changes" if dirty.strip() else ""
+    except (OSError, subprocess.CalledProcessError):
+        sha = "unknown"
+    return dict(cpu=info.get("model name", "unknown"), cpu_family=info.get("cpu family"),
+                cpu_model=info.get("model"), cores=os.cpu_count(),
+                cpu_flags=[f for f in CPU_FLAGS_OF_INTEREST if f in flags], git=sha)

@@ -7,7 +7,7 @@ First the peer, `bench/peer_infer.py`, in a subprocess (--peer=false skips it). 
 two exports of the same model with `zoo.export.export_classifier`: the default, which trims each
 request to its longest row, and one that always pads to --max_seq_length (`fixed`, the
 baseline). Loaded with `tf.saved_model.load` in this process, after `zoo.precision.apply`
-(--precision; TF Serving does not apply that graph rewrite). The `serving_default` signature is
+(--precision, as for inference; TF Serving does not apply that graph rewrite). The `serving_default` signature is
 called on raw strings (tokenization inside the graph, inside the timing), for each batch size:
 `fixed` and `trimmed` in file order, and `sorted` (trimmed, texts sorted by character length
 first, as a client that groups requests of similar length would). Then batch-1 latency p50/p95,
@@ -66,13 +66,14 @@ def first_prediction_seconds(script, *args, env=None):
 
 def write_exports(folder):
     """(trimmed export, fixed-length export) of one model."""
-    from zoo import classification, export, hub, models  # pylint: disable=import-outside-toplevel
+    from zoo import classification, export, hub, models, runner  # pylint: disable=import-outside-toplevel
 
     if FLAGS.model_dir:
-        clf = classification.restored(classification.Settings(
+        task = runner.start("export", classification.Classification, classification.Settings(
             model_dir=FLAGS.model_dir, encoder_handle=FLAGS.encoder_handle,
             max_seq_length=FLAGS.max_seq_length))
-        core, packer, labels = clf.core, clf.packer, clf.labels.names
+        core, _ = runner.restored(task)
+        packer, labels = task.run.packer, task.labels.names
     else:
         encoder, preprocessor = hub.resolve_handles(FLAGS.encoder_handle, None)
         core = models.classifier_core(encoder, 2)
@@ -99,7 +100,8 @@ def main(argv):
     texts = sst2_sentences(os.path.join(FLAGS.data_dir, "dev.tsv"))
     by_length = sorted(texts, key=len)
     results = dict(examples=len(texts), max_seq_length=FLAGS.max_seq_length,
-                   precision=precision.apply(FLAGS.precision, training=False))
+                   precision=precision.apply(precision.resolve(
+                       precision.for_inference(FLAGS.precision))))
     with tempfile.TemporaryDirectory(prefix="zoo-bench-export-") as folder:
         trimmed_dir, fixed_dir = write_exports(folder)
         serving = {name: tf.saved_model.load(path).signatures["serving_default"]

@@ -26,7 +26,7 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    from zoo import classification, predict  # pylint: disable=import-outside-toplevel
+    from zoo import classification, predict, runner  # pylint: disable=import-outside-toplevel
     from zoo.data.text_files import read_examples  # pylint: disable=import-outside-toplevel
 
     examples = read_examples(FLAGS.predict_file, FLAGS.text_column, FLAGS.text_b_column,
@@ -34,14 +34,16 @@ def main(argv):
     settings = classification.Settings(model_dir=FLAGS.model_dir,
                                        encoder_handle=FLAGS.encoder_handle,
                                        max_seq_length=FLAGS.max_seq_length)
-    clf = classification.restored(settings)
+    task = runner.start("predict", classification.Classification, settings)
+    core, _ = runner.restored(task)
+    packer = task.run.packer
     results = {}
     for name, sort in (("unsorted", False), ("sorted", True)):
-        predict.predict_probabilities(clf.core, clf.packer, examples, FLAGS.batch_size, sort)
+        predict.predict_probabilities(core, packer, examples, FLAGS.batch_size, sort)
         times = []
         for _ in range(FLAGS.repeats):
             began = time.perf_counter()
-            predict.predict_probabilities(clf.core, clf.packer, examples, FLAGS.batch_size, sort)
+            predict.predict_probabilities(core, packer, examples, FLAGS.batch_size, sort)
             times.append(time.perf_counter() - began)
         results[f"{name}_examples_per_second"] = len(examples) / min(times)
     results.update(examples=len(examples), batch_size=FLAGS.batch_size,

@@ -38,20 +38,20 @@ def main(argv):
         peer = run_peer("peer_squad.py", train_file=FLAGS.train_file, questions=FLAGS.questions,
                         batch_size=FLAGS.batch_size, steps=FLAGS.steps)
     from zoo import squad  # pylint: disable=import-outside-toplevel
-    from zoo.data.squad import read_squad  # pylint: disable=import-outside-toplevel
+    from zoo.data.squad import SquadFile  # pylint: disable=import-outside-toplevel
 
-    examples = read_squad(FLAGS.train_file)[:FLAGS.questions]
+    source = SquadFile(FLAGS.train_file, max_questions=FLAGS.questions)
     model_dir = tempfile.mkdtemp(prefix="zoo-bench-squad-")
     try:
         settings = squad.Settings(model_dir=model_dir, train_batch_size=FLAGS.batch_size,
                                   max_train_steps=FLAGS.steps + 1, num_train_epochs=1,
                                   precision=FLAGS.precision, xla_fusion=FLAGS.xla_fusion)
-        squad.run("train", settings, lambda split: examples)
+        squad.run("train", settings, lambda split: source)
         with open(os.path.join(model_dir, "train_results.json"), encoding="utf-8") as f:
             timing = json.load(f)
     finally:
         shutil.rmtree(model_dir, ignore_errors=True)
-    results = dict(questions=len(examples), windows=timing["train_windows"],
+    results = dict(questions=timing["train_questions"], windows=timing["train_windows"],
                    batch_size=FLAGS.batch_size, max_seq_length=timing["max_seq_length"],
                    precision=timing["precision"], xla_fusion=timing["xla_fusion"],
                    first_call_seconds=round(timing["first_call_seconds"], 1),

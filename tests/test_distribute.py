@@ -48,16 +48,14 @@ def test_chief_from_tf_config(monkeypatch):
     assert not distribute.chief_from_env()
 
 
-def test_tpu_settings_fixed_shapes_and_host_reads(tiny_hub, monkeypatch):
+def test_tpu_settings_fixed_shapes_and_host_reads(tiny_hub):
     """What runs differently on a TPU: host-side SavedModel reads, no dynamic padding."""
     layer = models.classifier_core(tiny_hub + "/encoder", 2, on_tpu=True).get_layer("encoder")
     assert layer._load_options.experimental_io_device == "/job:localhost"  # pylint: disable=protected-access
     from zoo import classification  # pylint: disable=import-outside-toplevel
-    from zoo.data.labels import LabelVocab  # pylint: disable=import-outside-toplevel
-    monkeypatch.setattr(distribute, "is_tpu", lambda strategy: True)
-    clf = classification.Classifier(classification.Settings(
-        model_dir="unused", encoder_handle=tiny_hub, padding="dynamic"), LabelVocab(["a", "b"]))
-    assert clf.dynamic_padding is False
+    settings = classification.Settings(model_dir="unused", padding="dynamic")
+    assert classification.dynamic_padding(settings, on_tpu=True) is False
+    assert classification.dynamic_padding(settings, on_tpu=False) is True
 
 
 MIRRORED = r"""

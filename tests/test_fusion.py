@@ -8,6 +8,7 @@ import tf_keras as keras
 
 from tests.helpers import profiled_ops
 from zoo import fusion, train
+from zoo.settings import Compute
 
 
 @pytest.fixture
@@ -144,7 +145,7 @@ def _fit(model_dir, fused, on_epoch_end=None, seen=None):
         return tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
 
     timing = train.fit(model, optimizer, loss_fn, dataset_fn, 4, 2, 16, model_dir,
-                       on_epoch_end=on_epoch_end, xla_fusion=fused)
+                       on_epoch_end=on_epoch_end, compute=Compute(xla_fusion=fused))
     assert timing["xla_fusion"] is fused
     return [w.numpy() for w in model.weights]
 
@@ -175,4 +176,4 @@ def test_fusion_needs_one_step_per_call(tmp_path):
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
     with pytest.raises(ValueError, match="steps_per_execution=1"):
         train.fit(model, train.create_optimizer(0.01, 4, 0), None, None, 2, 2, 4,
-                  str(tmp_path), steps_per_execution=2, xla_fusion=True)
+                  str(tmp_path), steps_per_execution=2, compute=Compute(xla_fusion=True))

@@ -12,6 +12,9 @@ BF16_FLAGS = {"amx_bf16", "avx512_bf16"}
 needs_bf16 = pytest.mark.skipif(
     not precision.cpu_flags() & BF16_FLAGS,
     reason="this CPU has no bf16 instructions (neither amx_bf16 nor avx512_bf16)")
+needs_rewrite = pytest.mark.skipif(
+    not precision.cpu_flags() & precision.REWRITE_CPU_FLAGS,
+    reason="TensorFlow's oneDNN bf16 rewrite does not run on this CPU (no avx512f)")
 
 
 @pytest.fixture
@@ -27,6 +30,9 @@ def test_auto_picks_bf16_only_on_an_amx_cpu_without_accelerators():
     assert precision.resolve("auto", flags={"amx_bf16"}, accelerators=1) == "fp32"
     assert precision.resolve("fp32", flags={"amx_bf16"}, accelerators=0) == "fp32"
     assert precision.resolve("bf16", flags=set(), accelerators=2) == "bf16"
+    assert precision.resolve("bf16", flags={"avx512f"}, accelerators=0) == "bf16"
+    with pytest.raises(ValueError, match="--precision=bf16 needs a CPU .* avx512f"):
+        precision.resolve("bf16", flags={"avx2", "fma"}, accelerators=0)  # AMD Zen 3, say
     with pytest.raises(ValueError, match="precision must be one of"):
         precision.resolve("fp16")
 
@@ -45,6 +51,7 @@ def _matmul(a, b):
     return product(a, b).numpy()
 
 
+@needs_rewrite
 def test_bf16_rewrites_matmuls_of_graphs_built_after_it(restore_precision):
     rng = np.random.default_rng(0)
     a = tf.constant(rng.normal(size=(64, 256)).astype(np.float32))
@@ -66,15 +73,16 @@ def test_bf16_rewrites_matmuls_of_graphs_built_after_it(restore_precision):
 
 
 def test_auto_keeps_evaluation_and_prediction_in_fp32(restore_precision):
-    training = precision.resolve("auto")  # bf16 on an AMX CPU, else fp32
-    assert precision.apply("auto", training=True) == training
-    with precision.for_evaluation():
-        assert precision.current() == "fp32"
-    assert precision.current() == training
-    assert precision.apply("auto", training=False) == "fp32"
-    assert precision.apply("bf16", training=False) == "bf16"  # asked for explicitly
-    with precision.for_evaluation():
+    assert precision.for_inference("auto") == "fp32"
+    assert precision.for_inference("bf16") == "bf16"  # asked for explicitly
+    assert precision.for_inference("fp32") == "fp32"
+    with precision.scope("bf16"):
         assert precision.current() == "bf16"
+        with precision.scope("fp32"):
+            assert precision.current() == "fp32"
+        assert precision.current() == "bf16"  # the setting before the block comes back
+    with pytest.raises(ValueError, match="'bf16' or 'fp32'"):
+        precision.apply("auto")
 
 
 @needs_bf16

@@ -155,3 +155,28 @@ def test_max_train_steps_caps_training():
     assert train.plan_epochs(100, settings) == (12, 3, 30)  # exactly 30: no rounding
     settings.max_train_steps = 1000
     assert train.plan_epochs(100, settings) == (12, 3, 36)  # the epochs come first
+
+
+def test_fit_runs_its_steps_and_evaluations_in_the_precisions_it_is_given(tmp_path):
+    """The run's `Compute` is passed in, not read from process-wide settings: the step is traced
+    under the training precision, the evaluation runs under the evaluation one, and the process
+    setting is as it was afterwards."""
+    from zoo import precision  # pylint: disable=import-outside-toplevel
+    from zoo.settings import Compute  # pylint: disable=import-outside-toplevel
+    model, optimizer, dataset_fn, loss_fn = _toy_setup(str(tmp_path))
+    seen = []
+
+    def traced_loss(labels, logits):
+        seen.append(("step", precision.current()))
+        return loss_fn(labels, logits)
+
+    def on_epoch_end(epoch, record):
+        seen.append(("evaluation", precision.current()))
+        return {}
+
+    timing = train.fit(model, optimizer, traced_loss, dataset_fn, 4, 2, 8, str(tmp_path),
+                       on_epoch_end=on_epoch_end,
+                       compute=Compute(precision="bf16", eval_precision="fp32"))
+    assert ("step", "bf16") in seen and ("step", "fp32") not in seen
+    assert [s for s in seen if s[0] == "evaluation"] == [("evaluation", "fp32")] * 2
+    assert timing["precision"] == "bf16" and precision.current() == "fp32"

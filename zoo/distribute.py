@@ -17,6 +17,7 @@ import tensorflow as tf
 from absl import logging
 
 from zoo.errors import UsageError
+from zoo.progress import bar
 
 STRATEGIES = ("default", "one_device", "mirrored", "multi_worker_mirrored", "tpu", "auto")
 
@@ -141,13 +142,26 @@ def _pad_rows(batch, batch_size):
     return tf.nest.map_structure(pad, batch), pad(tf.ones([rows], tf.int32))
 
 
-def map_batches(strategy, fn, dataset, batch_size):
+def map_batches(strategy, fn, dataset, batch_size, progress=None):
     """Yields `fn(batch)` as NumPy for every batch of `dataset`, in order.
 
     Under mirrored and TPU strategies each batch runs on all replicas with a fixed shape: the last
     batch is padded to `batch_size` and its padding rows dropped again. Elsewhere (one replica,
     or multi-worker, where each worker evaluates on its own) it is a plain loop.
+
+    `progress` = (description, unit[, total]) shows a progress bar (`zoo.progress`, the chief
+    only) counting the rows of `fn`'s outputs.
     """
+    if progress is None:
+        yield from _map_batches(strategy, fn, dataset, batch_size)
+        return
+    with bar(*progress, enabled=is_chief(strategy)) as shown:
+        for outputs in _map_batches(strategy, fn, dataset, batch_size):
+            shown.update(len(tf.nest.flatten(outputs)[0]))
+            yield outputs
+
+
+def _map_batches(strategy, fn, dataset, batch_size):
     local = (strategy.num_replicas_in_sync == 1 and not is_tpu(strategy)) or isinstance(
         strategy, tf.distribute.MultiWorkerMirroredStrategy)
     if local:

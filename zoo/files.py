@@ -32,3 +32,43 @@ def atomic_directory(path):
         os.replace(staging, path)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+class PartialFile:
+    """A text file written as PATH.partial that appears under PATH, complete, on `close`
+    (`abort` removes it); `count` is for what the writer counts (rows, members)."""
+
+    def __init__(self, path, newline=None):
+        self.path = path
+        self.count = 0
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        self.file = open(path + ".partial", "w", encoding="utf-8",  # pylint: disable=consider-using-with
+                         newline=newline)
+
+    def close(self):
+        """Closes and renames the file; returns `count`."""
+        self.file.close()
+        os.replace(self.path + ".partial", self.path)
+        return self.count
+
+    def abort(self):
+        self.file.close()
+        os.remove(self.path + ".partial")
+
+
+class JsonObjectWriter(PartialFile):
+    """Writes one JSON object member by member (`add(key, value)`), so that an object of any
+    size never sits in memory; the file appears under its name, complete, on `close`."""
+
+    def __init__(self, path):
+        super().__init__(path)
+        self.file.write("{")
+
+    def add(self, key, value):
+        text = json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n  ")
+        self.file.write(("," if self.count else "") + f"\n  {json.dumps(key)}: {text}")
+        self.count += 1
+
+    def close(self):
+        self.file.write("\n}\n")
+        return super().close()

@@ -2,7 +2,8 @@
 
 Two views of one set of weights:
 - the *core* model takes the packed int32 inputs (`input_word_ids`, `input_mask`,
-  `input_type_ids`) and returns logits; training feeds it batches that tf.data packed;
+  `input_type_ids`) and returns the head's outputs; training feeds it batches that tf.data
+  packed. Every task's core model is built here, from an encoder layer and its head;
 - the *text* model puts the preprocessor in front of the core model, so it takes raw strings
   (one text, or a pair) and is what users call and what export saves.
 """
@@ -11,7 +12,7 @@ import tensorflow_hub as hub
 import tf_keras as keras
 
 from zoo import hub as zoo_hub
-from zoo.heads import ClassifierHead
+from zoo.heads import ClassifierHead, SpanHead
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -20,35 +21,72 @@ def encoder_inputs():
     return {name: keras.Input(shape=(None,), dtype=tf.int32, name=name) for name in INPUT_NAMES}
 
 
-def classifier_core(encoder_handle, num_classes, dropout=0.1, on_tpu=False):
-    """Packed int32 inputs -> class logits, with a trainable Hub encoder and a `ClassifierHead`."""
+def _encoder(encoder, on_tpu):
+    """`encoder` as a trainable Keras layer: a layer is used as it is, a handle is loaded."""
+    if isinstance(encoder, keras.layers.Layer):
+        return encoder
+    return zoo_hub.encoder_layer(encoder, trainable=True, on_tpu=on_tpu)
+
+
+def classifier_core(encoder, num_classes, dropout=0.1, on_tpu=False):
+    """Packed int32 inputs -> class logits: a trainable Hub encoder (a handle, or a layer to
+    share) and a `ClassifierHead` on its `pooled_output`."""
     inputs = encoder_inputs()
-    encoder = zoo_hub.encoder_layer(encoder_handle, trainable=True, on_tpu=on_tpu)
     logits = ClassifierHead(num_classes, dropout=dropout, name="classifier")(
-        encoder(inputs)["pooled_output"])
+        _encoder(encoder, on_tpu)(inputs)["pooled_output"])
     return keras.Model(inputs, logits, name="classifier_core")
+
+
+def span_core(encoder, on_tpu=False):
+    """Packed int32 inputs -> {"start_logits", "end_logits"}: a trainable Hub encoder (a
+    handle, or a layer to share) and a `SpanHead` on its `sequence_output`."""
+    inputs = encoder_inputs()
+    outputs = SpanHead(name="span")(_encoder(encoder, on_tpu)(inputs)["sequence_output"])
+    return keras.Model(inputs, outputs, name="span_core")
 
 
 class TextPacker:
     """Raw strings (one or two segments) -> packed BERT inputs, with the preprocessor's own ops.
 
-    Usable in a tf.data `map`, inside a Keras model, and inside an exported tf.function.
+    Usable in a tf.data `map`, inside a Keras model, and inside an exported tf.function. The
+    loaded preprocessor is `.preprocessor`; `.special_tokens` holds its special token ids.
     """
 
     def __init__(self, preprocessor_handle, seq_length, on_tpu=False):
-        self.preprocessor = zoo_hub.load_preprocessor(preprocessor_handle, on_tpu=on_tpu)
+        self.handle = preprocessor_handle
         self.seq_length = seq_length
+        with tf.init_scope():  # eager, also when first needed inside a tf.data map or tf.function
+            self.preprocessor = zoo_hub.load_preprocessor(preprocessor_handle, on_tpu=on_tpu)
+            self.special_tokens = {k: int(v) for k, v in
+                                   self.preprocessor.tokenize.get_special_tokens_dict().items()}
 
     def __call__(self, *texts):
         segments = [self.preprocessor.tokenize(tf.reshape(t, [-1])) for t in texts]
         return self.preprocessor.bert_pack_inputs(segments, seq_length=self.seq_length)
 
+    def tokens(self, text):
+        """Wordpiece ids `[batch, (tokens)]` of a string batch (words merged)."""
+        return self.preprocessor.tokenize(tf.reshape(text, [-1])).merge_dims(-2, -1)
+
+    def tokens_with_offsets(self, text):
+        """(ids, byte starts, byte limits), each `[batch, (tokens)]`: offsets into each string.
+
+        Only preprocessors that `zoo-build-hub` writes have `tokenize_with_offsets`; a span
+        task on another preprocessor is a `HandleError` naming it.
+        """
+        if not hasattr(self.preprocessor, "tokenize_with_offsets"):
+            raise zoo_hub.HandleError(
+                f"{self.handle}: this preprocessor has no tokenize_with_offsets, which answer "
+                "spans need (to map tokens back to characters); use a preprocessor written by "
+                "zoo-build-hub (e.g. from the same checkpoint)")
+        ids, starts, limits = self.preprocessor.tokenize_with_offsets(tf.reshape(text, [-1]))
+        return ids.merge_dims(-2, -1), starts.merge_dims(-2, -1), limits.merge_dims(-2, -1)
+
     def token_counts(self, *texts):
         """Tokens each row would take untrimmed, with [CLS] and one [SEP] per segment."""
         counts = len(texts) + 1
         for text in texts:
-            tokens = self.preprocessor.tokenize(tf.reshape(text, [-1]))
-            counts += tokens.merge_dims(-2, -1).row_lengths()
+            counts += self.tokens(text).row_lengths()
         return counts
 
     def keras_layers(self):

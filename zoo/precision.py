@@ -11,8 +11,9 @@ or TPU does the work. `auto` also keeps evaluation, prediction and export in fp3
 gains little (weights are cast on every call) and results would drift from the exported model,
 which TF Serving runs in fp32.
 
-The setting is process-wide and takes effect for graphs optimized after it is set, so a run
-sets it once, before it builds or calls any tf.function (`zoo.settings.start_run` does).
+The setting is process-wide and takes effect for graphs optimized after it is set. A run
+resolves its precisions once (`zoo.settings.Compute`) and passes them on; `scope` sets one
+around the calls it is for.
 """
 import contextlib
 
@@ -23,6 +24,9 @@ from zoo.errors import UsageError
 PRECISIONS = ("auto", "bf16", "fp32")
 GRAPPLER_OPTION = "auto_mixed_precision_onednn_bfloat16"
 BF16_CPU_FLAG = "amx_bf16"
+# TensorFlow applies its oneDNN bf16 rewrite only on CPUs with one of these (on others it leaves
+# the graph in fp32: `IsBF16SupportedByOneDNNOnThisCPU` in TensorFlow's mkl_graph_util).
+REWRITE_CPU_FLAGS = frozenset({"avx512f", "avx_ne_convert"})
 
 
 def cpu_flags(cpuinfo="/proc/cpuinfo"):
@@ -42,48 +46,55 @@ def resolve(precision, flags=None, accelerators=None):
 
     Args:
         precision: "auto" picks bf16 on a CPU with AMX-BF16 and no accelerator, else fp32.
+            "bf16" on a CPU alone needs one that TensorFlow's oneDNN rewrite works on (AVX-512
+            or AVX-NE-CONVERT; elsewhere it would silently stay fp32): a `UsageError` if not.
         flags: CPU flags (default: this machine's, from `cpu_flags`).
         accelerators: number of GPUs/TPUs doing the work (default: the visible GPUs).
     """
     if precision not in PRECISIONS:
         raise UsageError(f"precision must be one of {PRECISIONS}, not {precision!r}")
-    if precision != "auto":
+    if precision == "fp32":
         return precision
     if accelerators is None:
         accelerators = len(tf.config.list_physical_devices("GPU"))
     flags = cpu_flags() if flags is None else flags
+    if precision == "bf16":
+        if not accelerators and not REWRITE_CPU_FLAGS & flags:
+            raise UsageError("--precision=bf16 needs a CPU that TensorFlow's oneDNN bf16 rewrite "
+                             f"runs on (flags {' or '.join(sorted(REWRITE_CPU_FLAGS))}); this "
+                             "CPU has neither, so training would stay fp32: use "
+                             "--precision=fp32 or auto")
+        return precision
     return "bf16" if BF16_CPU_FLAG in flags and not accelerators else "fp32"
 
 
-_evaluation = {"precision": "fp32"}  # what `for_evaluation` switches to, set by `apply`
+def for_inference(precision):
+    """The precision asked for evaluation, prediction and export: "auto" means fp32 there
+    (bf16 gains little when weights are cast on every call, and results would drift from the
+    exported model, which TF Serving runs in fp32); "bf16" and "fp32" mean what they say."""
+    return "fp32" if precision == "auto" else precision
 
 
-def _set(chosen):
-    tf.config.optimizer.set_experimental_options({GRAPPLER_OPTION: chosen == "bf16"})
-
-
-def apply(precision, accelerators=None, training=True):
-    """Sets this process's graph rewrite for `precision`; returns "bf16" or "fp32" as applied.
-
-    With `training` False (evaluation, prediction, export), `auto` means fp32.
-    """
-    chosen = resolve(precision if training or precision != "auto" else "fp32",
-                     accelerators=accelerators)
-    _set(chosen)
-    _evaluation["precision"] = "fp32" if precision == "auto" else chosen
+def apply(chosen):
+    """Sets this process's graph rewrite to `chosen` ("bf16" or "fp32"); returns it."""
+    if chosen not in ("bf16", "fp32"):
+        raise UsageError(f"apply needs 'bf16' or 'fp32', not {chosen!r}")
+    if chosen != current():  # a change makes TensorFlow optimize every function again
+        tf.config.optimizer.set_experimental_options({GRAPPLER_OPTION: chosen == "bf16"})
     return chosen
 
 
 @contextlib.contextmanager
-def for_evaluation():
-    """Evaluation inside a training run uses the precision `--mode=eval` would (fp32 for auto),
-    so the two give the same numbers. Applies to graphs first run inside the block."""
+def scope(chosen):
+    """`chosen` ("bf16" or "fp32") for the graphs first run inside the block; the setting
+    before it is restored after it. `zoo.train.fit` runs its training steps in the run's
+    training precision and its evaluations in the evaluation precision (`Compute`)."""
     before = current()
-    _set(_evaluation["precision"])
+    apply(chosen)
     try:
         yield
     finally:
-        _set(before)
+        apply(before)
 
 
 def current():

@@ -9,17 +9,16 @@ label; with `"error"` it stops the run, and no output file is left behind.
 """
 import csv
 import json
-import os
 
 import numpy as np
 import tensorflow as tf
-from tqdm import tqdm
 
 from zoo import distribute
 from zoo.data.pipeline import trim_to_longest
 from zoo.data.sources import ListSource
 from zoo.data.text_files import BadRow
 from zoo.errors import UsageError
+from zoo.files import PartialFile
 
 DEFAULT_CHUNK_BATCHES = 64
 
@@ -112,16 +111,13 @@ def stream_predictions(core, packer, source, batch_size, sort_by_length=True,
         inputs, index = batch
         return tf.nn.softmax(core(inputs, training=False), axis=-1), index
 
-    with tqdm(unit="row", desc="predict", dynamic_ncols=True, mininterval=2,
-              disable=not progress) as bar:
-        for probabilities, indices in distribute.map_batches(strategy, predict_fn, ds,
-                                                             batch_size):
-            done.update(zip(indices.tolist(), probabilities))
-            yield from ready()
-            bar.update(len(indices))
-        if rows.error is not None:
-            raise rows.error
+    for probabilities, indices in distribute.map_batches(
+            strategy, predict_fn, ds, batch_size, progress=("predict", "row") if progress else None):
+        done.update(zip(indices.tolist(), probabilities))
         yield from ready()
+    if rows.error is not None:
+        raise rows.error
+    yield from ready()
     if next_index != rows.total:
         raise RuntimeError(f"predicted {next_index} of {rows.total} rows")  # a bug, not bad data
 
@@ -135,7 +131,7 @@ def predict_probabilities(core, packer, examples, batch_size, sort_by_length=Tru
     return np.stack(results) if results else np.zeros((0, 0), np.float32)
 
 
-class PredictionWriter:
+class PredictionWriter(PartialFile):
     """Writes prediction rows to `.csv` or `.jsonl` (by extension) as they come.
 
     Columns: `id` (when the input has ids), `label` (its name), `score`; JSONL adds all
@@ -146,16 +142,12 @@ class PredictionWriter:
     def __init__(self, path, label_names, has_id, with_errors=False):
         if not path.lower().endswith((".csv", ".jsonl")):
             raise UsageError(f"{path}: output file must end in .csv or .jsonl")
-        self.path = path
-        self.label_names = list(label_names)
         self.jsonl = path.lower().endswith(".jsonl")
+        super().__init__(path, newline=None if self.jsonl else "")
+        self.label_names = list(label_names)
         self.fields = (["id"] if has_id else []) + ["label", "score"] + (
             ["error"] if with_errors else [])
-        self.count = 0
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        self._file = open(path + ".partial", "w", encoding="utf-8",  # pylint: disable=consider-using-with
-                          newline="" if not self.jsonl else None)
-        self._csv = None if self.jsonl else csv.DictWriter(self._file, fieldnames=self.fields)
+        self._csv = None if self.jsonl else csv.DictWriter(self.file, fieldnames=self.fields)
         if self._csv:
             self._csv.writeheader()
 
@@ -172,19 +164,10 @@ class PredictionWriter:
             if probabilities is not None:
                 row["probabilities"] = {n: float(p)
                                         for n, p in zip(self.label_names, probabilities)}
-            self._file.write(json.dumps(row, ensure_ascii=False) + "\n")
+            self.file.write(json.dumps(row, ensure_ascii=False) + "\n")
         else:
             self._csv.writerow({k: "" if v is None else v for k, v in row.items()})
         self.count += 1
-
-    def close(self):
-        self._file.close()
-        os.replace(self.path + ".partial", self.path)
-        return self.count
-
-    def abort(self):
-        self._file.close()
-        os.remove(self.path + ".partial")
 
 
 def write_predictions(path, examples, probabilities, label_names):

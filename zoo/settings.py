@@ -1,4 +1,11 @@
-"""What every task's run needs besides its data (the tasks fill these from flags)."""
+"""What a run needs besides its data: settings declared once, and the run's compute state.
+
+Every setting is a dataclass field declared with `setting(default, help, choices)`: its name,
+type, default, allowed values and help text live here and nowhere else. `tasks/common.py`
+turns the fields of a task's settings class into that task's absl flags, so `--help` lists
+exactly what the task uses and a default is never written twice. A task's settings class
+subclasses `RunSettings`, adds its own fields and may change a default with `override`.
+"""
 import dataclasses
 import os
 from typing import Optional
@@ -8,66 +15,143 @@ from zoo.errors import UsageError
 from zoo.hub import DEFAULT_MODEL
 
 MODES = ("train", "eval", "train_and_eval", "predict", "export", "check_data")
+MODE_HELP = {
+    "train": "fine-tune (and export if --export_dir)",
+    "eval": "evaluate the latest checkpoint",
+    "train_and_eval": "evaluate after every epoch",
+    "predict": "write --output_file for --predict_file",
+    "export": "write a TF Serving SavedModel to --export_dir",
+    "check_data": "report rows, labels (per shard too), bad rows, duplicates and token lengths "
+                  "of every split given, to MODEL_DIR/data_check_<split>.json",
+}
+
+
+def setting(default, help, choices=None, flag=True):  # pylint: disable=redefined-builtin
+    """A settings field: its default, help text and (for an enum) its choices.
+
+    `flag=False` keeps a field out of the command line (set by code: a task's own data flags).
+    """
+    return dataclasses.field(default=default, metadata=dict(
+        help=help, choices=tuple(choices) if choices else None, flag=flag))
+
+
+def override(base, name, default, help=None):  # pylint: disable=redefined-builtin
+    """The field `name` of settings class `base` with another default (and help text, if
+    given); its choices are kept."""
+    field = next(f for f in dataclasses.fields(base) if f.name == name)
+    return dataclasses.field(default=default, metadata=dict(
+        field.metadata, **({"help": help} if help else {})))
 
 
 @dataclasses.dataclass(frozen=True)
 class Compute:
-    """How a run computes, resolved once at its start and passed on explicitly."""
+    """How a run computes, resolved once at its start and passed on explicitly.
 
-    precision: str  # "bf16" or "fp32": the training steps' precision (zoo.precision)
-    xla_fusion: bool  # whether the training steps are XLA-fused (zoo.fusion)
+    precision: "bf16" or "fp32" for the training steps (`zoo.precision`).
+    eval_precision: the same for evaluation, prediction and export (fp32 unless bf16 is forced).
+    xla_fusion: whether the training steps are XLA-fused (`zoo.fusion`).
+    """
+
+    precision: str = "fp32"
+    eval_precision: str = "fp32"
+    xla_fusion: bool = False
 
 
 @dataclasses.dataclass
 class RunSettings:
-    model_dir: str
-    encoder_handle: str = DEFAULT_MODEL
-    preprocessor_handle: Optional[str] = None
-    max_seq_length: int = 128
-    train_batch_size: int = 32  # global batch, over all replicas
-    eval_batch_size: int = 64
-    learning_rate: float = 5e-5
-    num_train_epochs: float = 3.0
-    max_train_steps: int = 0  # 0: no cap (see zoo.train.plan_epochs)
-    warmup_proportion: float = 0.1
-    decay: str = "linear"
-    weight_decay: float = 0.01
-    dropout: float = 0.1
-    seed: int = 0
-    checkpoint_every: int = 0
-    strategy: str = "default"  # see zoo.distribute.STRATEGIES
-    tpu: Optional[str] = None
-    num_gpus: int = 0
-    devices: Optional[list] = None  # explicit devices for "mirrored" (e.g. logical CPUs)
-    steps_per_execution: int = 1
-    precision: str = "auto"  # see zoo.precision: auto = bf16 on a CPU with AMX-BF16
-    xla_fusion: str = "auto"  # see zoo.fusion: auto = on for fixed-shape training on a CPU
-    allow_changed_settings: bool = False  # resume a model dir with other settings (run.json)
-    export_dir: Optional[str] = None
-    output_file: Optional[str] = None
+    """What every task's run takes (each field is a flag of every task)."""
+
+    model_dir: str = setting(
+        None, "Checkpoints, results, summaries and plots go here. Rerunning with the same dir "
+        "resumes from its latest checkpoint.")
+    encoder_handle: str = setting(
+        DEFAULT_MODEL, "Encoder: a name from `zoo-models`, a TF Hub URL, or a local directory.")
+    preprocessor_handle: Optional[str] = setting(
+        None, "Preprocessor: name, URL or directory. Default: the one matching the encoder.")
+    max_seq_length: int = setting(128, "Tokens per packed input (longer text is trimmed).")
+    train_batch_size: int = setting(32, "Training batch size (global, over all replicas).")
+    eval_batch_size: int = setting(64, "Batch size of evaluation and prediction.")
+    learning_rate: float = setting(5e-5, "Peak learning rate of AdamW (after warmup).")
+    num_train_epochs: float = setting(
+        3.0, "Training epochs; a fraction trains that part of the last epoch.")
+    max_train_steps: int = setting(
+        0, "Stop training after exactly this many steps (0: no limit).")
+    warmup_proportion: float = setting(0.1, "Fraction of training steps of linear warmup.")
+    decay: str = setting("linear", "Learning-rate decay after warmup: linear to 0, or "
+                         "exponential to 1% of peak.", choices=("linear", "exponential"))
+    weight_decay: float = setting(0.01, "AdamW weight decay (never on LayerNorm or bias).")
+    seed: int = setting(0, "Random seed (initialisation, shuffling, dropout).")
+    checkpoint_every: int = setting(
+        0, "Also checkpoint every N training steps (0: only at the end of each epoch).")
+    strategy: str = setting(
+        "default", "Distribution strategy. multi_worker_mirrored reads the cluster from "
+        "TF_CONFIG; auto uses a TPU if one resolves, else all GPUs, else the default strategy.",
+        choices=distribute.STRATEGIES)
+    tpu: Optional[str] = setting(None, "TPU name or grpc:// address; 'local' on a TPU VM.")
+    num_gpus: int = setting(0, "GPUs for --strategy=mirrored (0: all visible).")
+    devices: Optional[list] = setting(None, "explicit devices for mirrored (tests)", flag=False)
+    steps_per_execution: int = setting(
+        1, "Training steps per tf.function call (raise on TPU to cut host round trips).")
+    precision: str = setting(
+        "auto", "Compute precision. bf16: matmuls and the ops around them in bfloat16 "
+        "(weights, optimizer and loss stay fp32), through TensorFlow's oneDNN graph rewrite, "
+        "which also reaches inside Hub encoders; auto: bf16 for training on a CPU with "
+        "AMX-BF16 and no GPU/TPU, fp32 for everything else.", choices=precision.PRECISIONS)
+    xla_fusion: str = setting(
+        "auto", "XLA fusion of the training step's elementwise ops and optimizer update on a "
+        "CPU (matmuls stay with oneDNN). XLA compiles once per batch shape (tens of seconds), "
+        "so auto: on for training whose batches all have one shape (--padding=fixed, SQuAD "
+        "windows) on one CPU replica, off otherwise. Needs --steps_per_execution=1.",
+        choices=fusion.FUSIONS)
+    allow_changed_settings: bool = setting(
+        False, "Resume a --model_dir whose run had other settings (batch size, epochs, "
+        "sequence length, learning rate, data, encoder: MODEL_DIR/run.json). Without it such "
+        "a rerun stops and lists what changed; with it the run goes on with the new settings "
+        "(the schedule is recomputed) and logs each change.")
+    export_dir: Optional[str] = setting(
+        None, "Where to write the TF Serving SavedModel (export, and the end of training). "
+        "For TF Serving use a numbered dir, e.g. .../model/1.")
+    output_file: Optional[str] = setting(None, "Predictions file of --mode=predict.")
 
 
-def start_run(mode, settings: RunSettings, padding):
-    """Checks the mode, makes the model dir, sets precision, resolves fusion.
+def flag_fields(settings_class):
+    """The fields of a settings class that are command-line flags."""
+    return [f for f in dataclasses.fields(settings_class) if f.metadata.get("flag", False)]
+
+
+def check_choices(settings):
+    """A `UsageError` for a field whose value is not one of its choices (code, not flags)."""
+    for field in dataclasses.fields(settings):
+        choices = field.metadata.get("choices")
+        value = getattr(settings, field.name)
+        if choices and value not in choices:
+            raise UsageError(f"{field.name} must be one of {choices}, not {value!r}")
+
+
+def start_run(mode, settings: RunSettings, padding, modes=MODES):
+    """Checks the mode and settings, makes the model dir, resolves precision and fusion.
 
     Returns (strategy, `Compute`). The strategy comes first: multi-worker training needs it
-    before any other TF work. The precision is set before any tf.function runs (it applies to
-    graphs optimized after it). XLA fusion is not set here: `zoo.train.fit` turns it on around
-    its training steps only (`Compute.xla_fusion`). `padding` is the training batches' policy
-    (SQuAD windows are always fixed).
+    before any other TF work. Neither precision nor fusion is set here: `zoo.train.fit` and the
+    runner turn each on around the calls it applies to (`precision.scope`, `fusion.scope`).
+    `padding` is the training batches' policy ("fixed" when every batch has one shape).
     """
-    if mode not in MODES:
-        raise UsageError(f"--mode must be one of {MODES}, not {mode!r}")
-    precision.resolve(settings.precision)  # a bad value fails before any work
-    fusion.resolve(settings.xla_fusion, padding, accelerators=0,
+    if mode not in modes:
+        raise UsageError(f"--mode must be one of {modes}, not {mode!r}")
+    if not settings.model_dir:
+        raise UsageError("--model_dir is required")
+    check_choices(settings)
+    fusion.resolve(settings.xla_fusion, padding, accelerators=0,  # a bad value fails first
                    steps_per_execution=settings.steps_per_execution)
     os.makedirs(settings.model_dir, exist_ok=True)
     strategy = distribute.strategy_for(settings)
     accelerators = 1 if distribute.is_tpu(strategy) else None
     training = mode in ("train", "train_and_eval")
-    chosen = precision.apply(settings.precision, accelerators=accelerators, training=training)
-    fused = fusion.resolve(settings.xla_fusion, padding, training=training,
-                           accelerators=accelerators,
-                           steps_per_execution=settings.steps_per_execution,
-                           replicas=strategy.num_replicas_in_sync)
-    return strategy, Compute(precision=chosen, xla_fusion=fused)
+    return strategy, Compute(
+        precision=precision.resolve(settings.precision, accelerators=accelerators),
+        eval_precision=precision.resolve(precision.for_inference(settings.precision),
+                                         accelerators=accelerators),
+        xla_fusion=fusion.resolve(settings.xla_fusion, padding, training=training,
+                                  accelerators=accelerators,
+                                  steps_per_execution=settings.steps_per_execution,
+                                  replicas=strategy.num_replicas_in_sync))

@@ -1,64 +1,49 @@
-"""Extractive question answering (SQuAD v1.1) end to end: train, eval, predict, export.
+"""Extractive question answering (SQuAD v1.1): a task of the one runner (`zoo.runner`).
 
-The same plumbing as classification (`zoo.train.fit`, `zoo.distribute`, checkpoints, export):
-windows of [CLS] question [SEP] context [SEP] go through the encoder and a `SpanHead`; the best
-span over all windows of a question is its answer.
+`read_split(split)` returns a `zoo.data.squad.SquadFile` (or `SquadList`). Questions stream
+from it through the one windowing (`zoo.data.squad_windows`) into the encoder and a `SpanHead`;
+the best span over all windows of a question (`zoo.spans`) is its answer. Evaluation reports the
+official exact match and F1; `predict` writes `predictions.json` (id -> answer) and, beside it,
+`nbest_predictions.json`, as answers come.
 """
 import dataclasses
-import json
 import os
-import time
 
 import numpy as np
 import tensorflow as tf
 import tf_keras as keras
-from absl import logging
-from tqdm import tqdm
 
-from zoo import distribute, export, hub, run_record, spans, squad_eval, stages, train
-from zoo.data import squad as squad_data
-from zoo.errors import UsageError
-from zoo.files import save_json
-from zoo.heads import SpanHead
-from zoo.models import encoder_inputs
-from zoo.settings import RunSettings, start_run
+from zoo import export, runner, spans, squad_eval, stages
+from zoo.data import squad_windows
+from zoo.data.squad import SquadList
+from zoo.files import JsonObjectWriter
+from zoo.models import span_core
+from zoo.settings import RunSettings, override, setting
 
-TASK, OUTPUTS = "squad", "start_end_logits"  # in MODEL_DIR/run.json
+OUTPUTS = "start_end_logits"  # in MODEL_DIR/run.json
 
 
 @dataclasses.dataclass
 class Settings(RunSettings):
-    """SQuAD settings: the common ones plus windowing and answer search."""
+    """SQuAD settings: the common ones (longer windows, fewer epochs) plus windowing and
+    answer search."""
 
-    max_seq_length: int = 384
-    doc_stride: int = 128  # step between window starts, in tokens (not the overlap)
-    max_query_length: int = 64
-    n_best_size: int = 20
-    max_answer_length: int = 30
-    num_train_epochs: float = 2.0
-
-
-def span_core(encoder_handle, on_tpu=False):
-    """Packed int32 inputs -> {"start_logits", "end_logits"}: a Hub encoder and a `SpanHead`."""
-    inputs = encoder_inputs()
-    encoder = hub.encoder_layer(encoder_handle, trainable=True, on_tpu=on_tpu)
-    outputs = SpanHead(name="span")(encoder(inputs)["sequence_output"])
-    return keras.Model(inputs, outputs, name="span_core")
-
-
-def windows_dataset(windows, batch_size, training=False, seed=0):
-    """Batches of packed inputs (with start/end targets when `training`)."""
-    if training:  # a permutation that depends on the seed alone: exact resume
-        order = np.random.default_rng(seed).permutation(len(windows))
-        windows = [windows[i] for i in order]
-    inputs = {name: np.stack([getattr(w, name) for w in windows]) for name in
-              ("input_word_ids", "input_mask", "input_type_ids")}
-    if not training:
-        return tf.data.Dataset.from_tensor_slices(inputs).batch(batch_size)
-    targets = dict(start_positions=np.array([w.start_position for w in windows], np.int32),
-                   end_positions=np.array([w.end_position for w in windows], np.int32))
-    ds = tf.data.Dataset.from_tensor_slices((inputs, targets))
-    return ds.batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)
+    max_seq_length: int = override(RunSettings, "max_seq_length", 384,
+                                   "Tokens per window ([CLS] question [SEP] context [SEP]).")
+    num_train_epochs: float = override(RunSettings, "num_train_epochs", 2.0)
+    doc_stride: int = setting(
+        128, "Step, in tokens, between the starts of consecutive context windows (the step, "
+        "as in Google's BERT; not the overlap, as Hugging Face's `stride`).")
+    max_query_length: int = setting(64, "Question tokens kept (longer questions are cut).")
+    n_best_size: int = setting(20, "Start and end candidates considered per window, and "
+                               "answers kept per question in nbest_predictions.json.")
+    max_answer_length: int = setting(30, "Longest answer, in tokens.")
+    shuffle_buffer: int = setting(
+        10_000, "Questions in the training shuffle buffer (articles are read in a random "
+        "order, their questions shuffled through this buffer).")
+    output_file: str = override(
+        RunSettings, "output_file", None, "predictions.json of --mode=predict (question id -> "
+        "answer; nbest_predictions.json goes beside it). Default: MODEL_DIR/predictions.json.")
 
 
 def span_loss(targets, outputs):
@@ -69,142 +54,158 @@ def span_loss(targets, outputs):
             + ce(targets["end_positions"], outputs["end_logits"])) / 2
 
 
-class Reader:
-    """The preprocessor, windowing and span model of one model dir."""
+def _as_source(data):
+    return SquadList(data) if isinstance(data, (list, tuple)) else data
 
-    def __init__(self, settings: Settings, strategy):
-        self.settings = settings
-        self.strategy = strategy
-        self.chief = distribute.is_chief(strategy)
-        on_tpu = distribute.is_tpu(strategy)
-        encoder, preprocessor = hub.resolve_handles(settings.encoder_handle,
-                                                    settings.preprocessor_handle)
-        self.preprocessor = hub.load_preprocessor(preprocessor, on_tpu=on_tpu)
-        self.special_tokens = {k: int(v) for k, v in
-                               self.preprocessor.tokenize.get_special_tokens_dict().items()}
-        keras.utils.set_random_seed(settings.seed)
-        with strategy.scope():
-            self.core = span_core(encoder, on_tpu=on_tpu)
 
-    def windows(self, examples, training=False):
+class _Questions:
+    """A source's questions in file order, for tf.data: each one kept (by index) until its
+    answer is out; an error reading the file is kept and raised again by `raise_error`."""
+
+    def __init__(self, source):
+        self.source = source
+        self.pending = {}
+        self.error = None
+
+    def rows(self):
+        try:
+            for index, example in enumerate(self.source.questions()):
+                self.pending[index] = example
+                yield index, example.question, example.context
+        except Exception as e:  # pylint: disable=broad-except  # raised again by the consumer
+            self.error = e
+
+    def raise_error(self):
+        if self.error is not None:
+            raise self.error
+
+
+class Squad(runner.Task):
+    """Start and end logits per token over windows of (question, context)."""
+
+    NAME = "squad"  # in MODEL_DIR/run.json
+    OUTPUT_FILES = "a .json file"
+
+    @staticmethod
+    def check_settings(settings):
+        squad_windows.check_room(settings.max_seq_length, settings.max_query_length)
+
+    def __init__(self, run, read_split):
+        super().__init__(run, read_split)
+        self.train_source = self.eval_source = None
+        self._windower = None
+
+    @property
+    def windower(self):
+        if self._windower is None:
+            s = self.settings
+            self._windower = squad_windows.Windower(self.run.packer, s.max_seq_length,
+                                                    s.doc_stride, s.max_query_length)
+        return self._windower
+
+    def prepare_training(self, evaluate_each_epoch):
+        self.train_source = _as_source(self.read_split("train"))
+        with stages.stage(f"SQuAD windowing of {self.train_source!r}"):
+            questions, windows = squad_windows.count_windows(self.windower, self.train_source)
+        print(f"SQuAD training data: {questions:,} questions, {windows:,} windows")
+        if evaluate_each_epoch:
+            self.eval_source = _as_source(self.read_split("eval"))
+            for _ in self.eval_source.questions():  # checked before training starts
+                pass
+        return runner.TrainingData(windows, "windows", self.train_source.fingerprint(),
+                                   dict(train_questions=questions,
+                                        doc_stride=self.settings.doc_stride))
+
+    def outputs(self):
+        return OUTPUTS
+
+    def build_core(self, encoder):
+        return span_core(encoder)
+
+    def train_dataset(self, epoch):
         s = self.settings
-        with stages.stage(f"SQuAD windowing of {len(examples):,} questions"):
-            return squad_data.make_windows(self.preprocessor, examples, self.special_tokens,
-                                           s.max_seq_length, s.doc_stride, s.max_query_length,
-                                           training)
+        return squad_windows.training_windows(self.windower, self.train_source,
+                                              s.train_batch_size, s.seed + epoch,
+                                              s.shuffle_buffer)
 
-    def answers(self, examples):
-        """({id: answer}, {id: n-best}) for `examples`."""
-        windows = self.windows(examples)
-        batch_size = self.settings.eval_batch_size
-        starts, ends = [], []
-        with tqdm(total=len(windows), unit="window", desc="predict", dynamic_ncols=True,
-                  mininterval=2, disable=not self.chief) as bar:
-            for batch in distribute.map_batches(
-                    self.strategy, lambda b: self.core(b, training=False),
-                    windows_dataset(windows, batch_size), batch_size):
-                starts.append(batch["start_logits"])
-                ends.append(batch["end_logits"])
-                bar.update(len(batch["start_logits"]))
-        return spans.best_answers(examples, windows, np.concatenate(starts), np.concatenate(ends),
-                                  self.settings.n_best_size, self.settings.max_answer_length)
+    def loss(self, targets, outputs):
+        return span_loss(targets, outputs)
 
-    def evaluate(self, examples, step=None):
-        predictions, _ = self.answers(examples)
-        results = squad_eval.evaluate(examples, predictions)
-        if step is not None:
-            results["step"] = step
-        if self.chief:
-            save_json(os.path.join(self.settings.model_dir, "eval_results.json"), results)
-            if step is not None:
-                train.write_eval_summaries(self.settings.model_dir, step,
-                                           {k: results[k] for k in ("exact_match", "f1")})
-        logging.info("eval: %s", results)
-        print("eval:", json.dumps(results))
-        return results
-
-    def export(self):
+    def answers(self, core, source, description):
+        """Yields (example, n-best entries, null score) for every question of `source`, in
+        order, as their windows come out of the model."""
         s = self.settings
-        return export.export_span_model(s.export_dir, self.core, self.preprocessor,
-                                        s.max_seq_length, s.doc_stride, s.max_query_length,
-                                        s.max_answer_length, s.n_best_size)
+        questions = _Questions(source)
+        ds = squad_windows.inference_windows(self.windower, questions.rows, s.eval_batch_size)
 
+        def candidates(batch):
+            inputs, meta = batch
+            outputs = core(inputs, training=False)
+            found, null_score = spans.window_candidates(
+                outputs["start_logits"], outputs["end_logits"], meta["char_start"],
+                meta["char_end"], meta["max_context"], s.n_best_size, s.max_answer_length)
+            return dict(found, null_score=null_score, index=meta["index"],
+                        windows=meta["windows"])
 
-def _train(settings, read_split, evaluate_each_epoch, strategy, compute):
-    examples = read_split("train")
-    eval_examples = read_split("eval") if evaluate_each_epoch else None
-    reader = Reader(settings, strategy)
-    run_record.start_training(
-        settings.model_dir, run_record.describe(TASK, settings, OUTPUTS,
-                                                run_record.data_fingerprint(examples=examples)),
-        settings.allow_changed_settings, reader.chief)
-    windows = reader.windows(examples, training=True)
-    batch = settings.train_batch_size
-    plan = train.plan_epochs(len(windows), settings, "windows")
-    with strategy.scope():
-        optimizer = train.optimizer_for(settings, plan.total_steps, compute.xla_fusion)
+        merge = tf.function(spans.merge_candidates, reduce_retracing=True)
+        held = None  # windows of questions not complete yet
+        for batch in self.run.infer(candidates, ds, description, "window"):
+            held = batch if held is None else {k: np.concatenate([held[k], batch[k]])
+                                               for k in batch}
+            index = held["index"]
+            firsts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
+            ends = np.r_[firsts[1:], len(index)]
+            # windows come in question order: only the last question may be incomplete
+            done = len(firsts) - int(ends[-1] - firsts[-1] < held["windows"][firsts[-1]])
+            if not done:
+                continue
+            cut = ends[done - 1]
+            ready = {k: v[:cut] for k, v in held.items()}
+            held = {k: v[cut:] for k, v in held.items()}
+            example = np.repeat(np.arange(done), ends[:done] - firsts[:done])
+            merged = merge({k: ready[k] for k in spans.FIELDS}, ready["null_score"], example,
+                           tf.constant(done, tf.int64), s.n_best_size)
+            merged = {k: v.numpy() for k, v in merged.items()}
+            for row, first in enumerate(firsts[:done]):
+                item = questions.pending.pop(int(ready["index"][first]))
+                yield (item, spans.nbest_entries(item.context, merged, row),
+                       float(merged["null_score"][row]))
+        questions.raise_error()
+        if questions.pending:  # a bug, not bad data
+            raise RuntimeError(f"{len(questions.pending)} questions got no answer")
 
-    def on_epoch_end(epoch, record):
-        if not eval_examples:
-            return {}
-        return {k: float(v) for k, v in reader.evaluate(eval_examples, record["step"]).items()
-                if k in ("exact_match", "f1")}
+    def evaluate(self, core):
+        """The official SQuAD v1.1 exact match and F1 of the eval split."""
+        source = self.eval_source or _as_source(self.read_split("eval"))
+        evaluation = squad_eval.Evaluation()
+        for example, entries, _ in self.answers(core, source, "eval"):
+            evaluation.add(example, entries[0]["text"])
+        return evaluation.results()
 
-    began = time.time()
-    timing = train.fit(reader.core, optimizer, span_loss,
-                       lambda epoch: windows_dataset(windows, batch, True, settings.seed + epoch),
-                       plan.steps_per_epoch, plan.epochs, batch, settings.model_dir,
-                       settings.checkpoint_every, on_epoch_end, strategy=strategy,
-                       steps_per_execution=settings.steps_per_execution,
-                       xla_fusion=compute.xla_fusion, total_steps=plan.total_steps)
-    timing.update(wall_seconds=time.time() - began, train_questions=len(examples),
-                  train_windows=len(windows), batch_size=batch,
-                  max_seq_length=settings.max_seq_length, doc_stride=settings.doc_stride,
-                  windows_per_second=timing["examples_per_second"],
-                  strategy=type(strategy).__name__, replicas=strategy.num_replicas_in_sync)
-    print("train:", json.dumps(timing))
-    if reader.chief:
-        save_json(os.path.join(settings.model_dir, "train_results.json"), timing)
-        if settings.export_dir:
-            with stages.stage("export"):
-                print("exported to", reader.export())
+    def default_output_file(self):
+        return os.path.join(self.settings.model_dir, "predictions.json")
+
+    def predict(self, core, path):
+        """predictions.json (id -> answer) and nbest_predictions.json beside it, written as
+        answers come; returns the number of questions."""
+        writers = [JsonObjectWriter(path), JsonObjectWriter(
+            os.path.join(os.path.dirname(os.path.abspath(path)), "nbest_predictions.json"))]
+        try:
+            for example, entries, _ in self.answers(
+                    core, _as_source(self.read_split("predict")), "predict"):
+                writers[0].add(example.id, entries[0]["text"])
+                writers[1].add(example.id, entries)
+        except BaseException:
+            for writer in writers:
+                writer.abort()
+            raise
+        return [writer.close() for writer in writers][0]
+
+    def serving(self, core):
+        return export.SpanServing(core, self.windower, self.settings.n_best_size,
+                                  self.settings.max_answer_length)
 
 
 def run(mode, settings: Settings, read_split):
-    """Runs one mode. `read_split(split)` returns SquadExamples of 'train', 'eval', 'predict'."""
-    if mode == "check_data":
-        raise UsageError("--mode=check_data is for the classification tasks; SQuAD files are "
-                         "checked as they are read (every problem names its question)")
-    if settings.max_seq_length - settings.max_query_length - 3 < 1:  # before any work
-        raise UsageError(export.no_room_message(settings.max_seq_length,
-                                                settings.max_query_length))
-    strategy, compute = start_run(mode, settings, padding="fixed")  # windows: max_seq_length
-    with stages.stage(f"--mode={mode}"):
-        return _run(mode, settings, read_split, strategy, compute)
-
-
-def _run(mode, settings, read_split, strategy, compute):
-    if mode in ("train", "train_and_eval"):
-        return _train(settings, read_split, mode == "train_and_eval", strategy, compute)
-    run_record.check_restore(settings.model_dir, run_record.describe(TASK, settings, OUTPUTS))
-    reader = Reader(settings, strategy)
-    checkpoint = train.restore_model(reader.core, settings.model_dir)
-    if mode == "eval":
-        return reader.evaluate(read_split("eval"), int(checkpoint.rsplit("-", 1)[1]))
-    if not reader.chief:
-        return None
-    if mode == "predict":
-        examples = read_split("predict")
-        predictions, nbest = reader.answers(examples)
-        path = settings.output_file or os.path.join(settings.model_dir, "predictions.json")
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        save_json(path, predictions)
-        save_json(os.path.join(os.path.dirname(os.path.abspath(path)),
-                                "nbest_predictions.json"), nbest)
-        print(f"wrote {len(predictions)} answers to {path}")
-        return len(predictions)
-    if not settings.export_dir:
-        raise UsageError("--mode=export needs --export_dir")
-    path = reader.export()
-    print("exported to", path)
-    return path
+    """Runs one mode of SQuAD (`zoo.runner.run`)."""
+    return runner.run(mode, Squad, settings, read_split)

@@ -3,7 +3,8 @@
 Behaves as the official `evaluate-v1.1.py`: lower-case, drop punctuation and the articles
 a/an/the, collapse whitespace; F1 over the bag of normalised tokens; each question scores its
 best gold answer; EM and F1 are percentages over all questions of the data set (a question
-without a prediction counts 0).
+without a prediction counts 0). `Evaluation` adds questions one at a time, so predictions can
+be scored as they stream.
 """
 import collections
 import re
@@ -32,19 +33,34 @@ def f1_score(prediction, gold):
     return 2 * precision * recall / (precision + recall)
 
 
+class Evaluation:
+    """Exact match and F1 summed over questions added one by one (`add`); `results()`."""
+
+    def __init__(self):
+        self.em = self.f1 = 0.0
+        self.questions = self.missing = 0
+
+    def add(self, example, prediction):
+        """`example`: a SquadExample with gold answers; `prediction`: its answer text, or None
+        (no prediction: counts 0)."""
+        self.questions += 1
+        if prediction is None:
+            self.missing += 1
+            return
+        golds = [text for text, _ in example.answers]
+        self.em += max(exact_match(prediction, g) for g in golds)
+        self.f1 += max(f1_score(prediction, g) for g in golds)
+
+    def results(self):
+        total = self.questions
+        return dict(exact_match=100.0 * self.em / total if total else 0.0,
+                    f1=100.0 * self.f1 / total if total else 0.0, num_questions=total,
+                    missing_predictions=self.missing)
+
+
 def evaluate(examples, predictions):
     """`examples`: SquadExamples with gold answers; `predictions`: {id: answer text}."""
-    em = f1 = 0.0
-    missing = 0
+    evaluation = Evaluation()
     for example in examples:
-        if example.id not in predictions:
-            missing += 1
-            continue
-        golds = [text for text, _ in example.answers]
-        prediction = predictions[example.id]
-        em += max(exact_match(prediction, g) for g in golds)
-        f1 += max(f1_score(prediction, g) for g in golds)
-    total = len(examples)
-    return dict(exact_match=100.0 * em / total if total else 0.0,
-                f1=100.0 * f1 / total if total else 0.0, num_questions=total,
-                missing_predictions=missing)
+        evaluation.add(example, predictions.get(example.id))
+    return evaluation.results()

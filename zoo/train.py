@@ -13,11 +13,11 @@ import time
 import tensorflow as tf
 import tf_keras as keras
 from absl import logging
-from tqdm import tqdm
 
-from zoo import checkpoints, distribute, fusion, precision, stages
+from zoo import checkpoints, distribute, fusion, precision, progress, stages
 from zoo.errors import UsageError
 from zoo.files import save_json
+from zoo.settings import Compute
 
 NO_WEIGHT_DECAY = ("layer_norm", "LayerNorm", "bias")
 HISTORY_FILE = "history.json"
@@ -171,7 +171,7 @@ def weights_fingerprint(model):
 
 def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_size, model_dir,
         checkpoint_every=0, on_epoch_end=None, summary_every=20, metrics=None, strategy=None,
-        steps_per_execution=1, xla_fusion=False, total_steps=None):
+        steps_per_execution=1, compute=Compute(), total_steps=None):
     """Trains `model`; resumes from the model dir's latest checkpoint. Returns timing results.
 
     Create `model`, `optimizer` and `metrics` inside `strategy.scope()`.
@@ -188,10 +188,13 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
         steps_per_execution: training steps run inside one tf.function call.
         total_steps: steps in all (default `steps_per_epoch * epochs`); fewer cut the last
             epoch short (`plan_epochs` of a fractional epoch count).
-        xla_fusion: XLA auto-clustering of the training step (`zoo.fusion`; needs
-            `steps_per_execution` 1). It is on only during the step's calls: the datasets,
-            `on_epoch_end` and everything after `fit` run unclustered.
+        compute: the run's `zoo.settings.Compute`: the training steps run in its `precision`,
+            `on_epoch_end` in its `eval_precision`; with `xla_fusion` the training step is
+            XLA auto-clustered (`zoo.fusion`; needs `steps_per_execution` 1), only during the
+            step's calls: the datasets, `on_epoch_end` and everything after `fit` run
+            unclustered.
     """
+    xla_fusion = compute.xla_fusion
     if xla_fusion and steps_per_execution != 1:
         raise UsageError("xla_fusion needs steps_per_execution=1")
     strategy = strategy or tf.distribute.get_strategy()
@@ -241,7 +244,7 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
     hints = []
     if xla_fusion:
         hints.append("XLA fusion was on (--xla_fusion=off turns it off).")
-    if precision.current() == "bf16":
+    if compute.precision == "bf16":
         hints.append("bf16 was on (--precision=fp32 turns it off).")
     timing = dict(steps=0, seconds=0.0)
     first_epoch = start_step // steps_per_epoch if start_step < total_steps else epochs
@@ -253,9 +256,9 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
             metric.reset_state()
         iterator = iter(strategy.experimental_distribute_dataset(
             dataset_fn(epoch).skip(done).take(epoch_steps - done)))
-        with tqdm(total=epoch_steps * batch_size, initial=done * batch_size, unit="ex",
-                  desc=f"train epoch {epoch + 1}/{epochs}", dynamic_ncols=True, mininterval=2,
-                  disable=not chief) as bar:  # closed also when a step fails
+        with progress.bar(f"train epoch {epoch + 1}/{epochs}", "ex", epoch_steps * batch_size,
+                          done * batch_size, enabled=chief) as bar, \
+                precision.scope(compute.precision):  # the bar is closed also when a step fails
             while done < epoch_steps:
                 num_steps = min(steps_per_execution, epoch_steps - done)
                 began = time.perf_counter()
@@ -290,7 +293,8 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
                 for name, metric in metrics.items():
                     tf.summary.scalar(name, metric.result())
         if on_epoch_end is not None:
-            with precision.for_evaluation(), stages.stage(f"evaluation after epoch {epoch + 1}"):
+            with precision.scope(compute.eval_precision), \
+                    stages.stage(f"evaluation after epoch {epoch + 1}"):
                 evaluated = on_epoch_end(epoch, record)
             record.update({f"eval_{k}": v for k, v in evaluated.items() if isinstance(v, float)})
         history = [h for h in history if h["epoch"] != epoch + 1] + [record]
@@ -305,7 +309,7 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
     steady_seconds = timing["seconds"] - timing.get("first_call_seconds", 0.0)
     timing["steady_examples_per_second"] = (steady_steps * batch_size / steady_seconds
                                             if steady_steps and steady_seconds > 0 else 0.0)
-    timing["precision"] = precision.current()
+    timing["precision"] = compute.precision
     timing["xla_fusion"] = xla_fusion
     timing["weights_fingerprint"] = weights_fingerprint(model)
     logging.info("weights fingerprint: %r", timing["weights_fingerprint"])

@@ -11,7 +11,11 @@ the model dir and come back in predictions and in the exported model's `label` o
 from absl import app, flags
 
 from tasks import common
+from zoo import classification
+from zoo.data import sources, text_files
 
+common.define_flags(classification.Settings, classification.Classification.MODES)
+common.define_file_flags()
 flags.DEFINE_string("text_column", "text", "Column (or JSON key) of the text.")
 flags.DEFINE_string("text_b_column", None, "Column of the second text, for text pairs.")
 flags.DEFINE_string("label_column", "label", "Column of the label.")
@@ -26,12 +30,13 @@ flags.DEFINE_string("tfds_data_dir", None, "TFDS data directory (default: TFDS's
 flags.DEFINE_string("tfds_train_split", "train", "TFDS split for training.")
 flags.DEFINE_string("tfds_eval_split", "validation", "TFDS split for evaluation.")
 flags.DEFINE_string("tfds_predict_split", "test", "TFDS split for prediction.")
+flags.adopt_module_key_flags(common)
 FLAGS = flags.FLAGS
 
 
 def main(argv):
     del argv
-    from zoo.data import sources, text_files, tfds_source  # pylint: disable=import-outside-toplevel
+    from zoo.data import tfds_source  # pylint: disable=import-outside-toplevel  (imports TFDS)
 
     def read_split(split):
         labelled = split != "predict"

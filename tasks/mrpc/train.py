@@ -6,14 +6,19 @@ r"""Fine-tune, evaluate, predict and export a paraphrase classifier on GLUE MRPC
 DATA_DIR holds train.tsv, dev.tsv (eval) and test.tsv (predict) in the GLUE layout (columns
 Quality, #1 ID, #2 ID, #1 String, #2 String). Labels: 0 = not a paraphrase, 1 = paraphrase.
 """
-from absl import app
+from absl import app, flags
 
 from tasks import common
+from zoo import classification
+from zoo.data.text_files import glue_columns
+
+common.define_flags(classification.Settings, classification.Classification.MODES)
+common.define_file_flags()
+flags.adopt_module_key_flags(common)
 
 
 def main(argv):
     del argv
-    from zoo.data.text_files import glue_columns  # pylint: disable=import-outside-toplevel
 
     def read_split(split):
         return common.file_source(split, glue_columns("mrpc"))

@@ -7,46 +7,30 @@ r"""Fine-tune, evaluate, predict and export extractive question answering on SQu
 
 `predict` writes predictions.json (question id -> answer text) and, beside it,
 nbest_predictions.json. `eval` writes the official SQuAD v1.1 exact match and F1 to
-MODEL_DIR/eval_results.json.
+MODEL_DIR/eval_results.json. Files are read as streams, article by article.
 """
 from absl import app, flags
 
 from tasks import common
+from zoo import squad
+from zoo.data.squad import SquadFile
 
-flags.DEFINE_integer("doc_stride", 128,
-                     "Step, in tokens, between the starts of consecutive context windows (the "
-                     "step, as in Google's BERT; not the overlap, as Hugging Face's `stride`).")
-flags.DEFINE_integer("max_query_length", 64, "Question tokens kept (longer questions are cut).")
-flags.DEFINE_integer("n_best_size", 20, "Start and end candidates considered per window.")
-flags.DEFINE_integer("max_answer_length", 30, "Longest answer, in tokens.")
+common.define_flags(squad.Settings, squad.Squad.MODES)
+common.define_file_flags(glue_dir=False, formats="SQuAD v1.1 JSON")
 flags.DEFINE_integer("max_train_questions", 0,
                      "Train on the first N questions only (0: all), e.g. to fit a time budget.")
+flags.adopt_module_key_flags(common)
 FLAGS = flags.FLAGS
-FLAGS.set_default("max_seq_length", 384)
-FLAGS.set_default("num_train_epochs", 2)
 
 
 def main(argv):
     del argv
-    from zoo import squad  # pylint: disable=import-outside-toplevel
-    from zoo.data.squad import read_squad  # pylint: disable=import-outside-toplevel
-    from zoo.errors import UsageError  # pylint: disable=import-outside-toplevel
 
     def read_split(split):
-        path = {"train": FLAGS.train_file, "eval": FLAGS.eval_file,
-                "predict": FLAGS.predict_file}[split]
-        if not path:
-            raise UsageError(f"no {split} data: pass --{split}_file")
-        examples = read_squad(path, require_answers=split != "predict")
-        if split == "train" and FLAGS.max_train_questions:
-            examples = examples[:FLAGS.max_train_questions]
-        return examples
+        return SquadFile(common.split_file(split), require_answers=split != "predict",
+                         max_questions=FLAGS.max_train_questions if split == "train" else 0)
 
-    settings = squad.Settings(**common.settings_kwargs(), doc_stride=FLAGS.doc_stride,
-                              max_query_length=FLAGS.max_query_length,
-                              n_best_size=FLAGS.n_best_size,
-                              max_answer_length=FLAGS.max_answer_length)
-    common.run_task(squad.run, settings, read_split)
+    common.run_task(squad.run, common.settings_from_flags(squad.Settings), read_split)
 
 
 if __name__ == "__main__":

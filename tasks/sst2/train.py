@@ -6,14 +6,19 @@ r"""Fine-tune, evaluate, predict and export a sentiment classifier on GLUE SST-2
 DATA_DIR holds train.tsv, dev.tsv (eval) and test.tsv (predict) in the GLUE layout (columns
 sentence, label; test.tsv: index, sentence). Labels: 0 = negative, 1 = positive.
 """
-from absl import app
+from absl import app, flags
 
 from tasks import common
+from zoo import classification
+from zoo.data.text_files import Columns
+
+common.define_flags(classification.Settings, classification.Classification.MODES)
+common.define_file_flags()
+flags.adopt_module_key_flags(common)
 
 
 def main(argv):
     del argv
-    from zoo.data.text_files import Columns  # pylint: disable=import-outside-toplevel
 
     def read_split(split):
         labelled = split != "predict"

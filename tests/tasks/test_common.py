@@ -6,11 +6,14 @@ from zoo import hub
 from zoo.data.sources import MissingSplit
 from zoo.data.text_files import DataError
 from zoo.errors import OutputError, UsageError
+from zoo.settings import MODES, RunSettings
 from zoo.stages import StageError
 
 
 @pytest.fixture
 def flags(tmp_path):
+    if "model_dir" not in common.FLAGS:  # a task's train.py defines them as it is imported
+        common.define_flags(RunSettings, MODES)
     common.FLAGS(["test", f"--model_dir={tmp_path}"])
     yield common.FLAGS
     common.FLAGS.unparse_flags()
@@ -53,3 +56,24 @@ def test_a_tensorflow_failure_prints_its_traceback_then_the_stage(flags, capsys)
     with pytest.raises(SystemExit, match="error: training step 3 failed"):
         common.run_task(_raising(error), None, None)
     assert "deep inside TensorFlow" in capsys.readouterr().err  # the traceback was printed
+
+
+def _help_flags(module):
+    from tests.helpers import run_module  # pylint: disable=import-outside-toplevel
+    result = run_module(module, "--help")  # absl prints the help and exits with 1
+    assert "--model_dir" in result.stdout, result.stderr[-2000:]
+    return {line.split(":")[0].strip().lstrip("-").replace("[no]", "")
+            for line in result.stdout.splitlines() if line.startswith("  --")}
+
+
+def test_each_tasks_help_lists_only_the_flags_it_uses():
+    squad_flags = _help_flags("tasks.squad.train")
+    assert {"doc_stride", "max_query_length", "train_file", "model_dir", "precision",
+            "shuffle_buffer", "max_train_questions"} <= squad_flags
+    assert not squad_flags & {"padding", "bad_rows", "dedupe", "data_dir", "dropout",
+                              "text_column", "label_map"}
+    mrpc_flags = _help_flags("tasks.mrpc.train")
+    assert {"padding", "bad_rows", "dedupe", "data_dir", "dropout", "model_dir"} <= mrpc_flags
+    assert not mrpc_flags & {"doc_stride", "text_column", "label_map", "max_train_questions"}
+    classify_flags = _help_flags("tasks.classify.train")
+    assert {"text_column", "label_map", "tfds_name", "padding"} <= classify_flags

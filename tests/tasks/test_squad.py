@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from tests.helpers import ROOT, run_module
+from tests.helpers import ROOT, SHARED, run_module
 
 SERVE = """
 import json, sys
@@ -195,3 +195,74 @@ def test_bad_squad_file_is_a_clear_error(tmp_path):
                         "--encoder_handle=tiny", "--mode=train")
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert "answer 'zz' is not at character 1" in result.stderr
+
+
+REAL_DEV = os.path.join(SHARED, "data", "squad_v1", "dev-v1.1.json")
+
+
+def _windows_and_ties(rows, seq_length, doc_stride, max_query_length, tiny_hub):
+    """Windows per question, and how many context tokens have the same max-context score in
+    two windows (Google's rule: min(left, right context) + 0.01 x window length); the first
+    window must own each of those."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from zoo.data.squad_windows import Windower  # pylint: disable=import-outside-toplevel
+    from zoo.models import TextPacker  # pylint: disable=import-outside-toplevel
+
+    windower = Windower(TextPacker(tiny_hub + "/preprocessor", seq_length), seq_length,
+                        doc_stride, max_query_length)
+    windows = windower(tf.constant([q for _, q, _ in rows]), tf.constant([c for _, _, c in rows]))
+    scores = {}
+    for w, (example, starts, owned) in enumerate(zip(windows["example"].numpy(),
+                                                     windows["char_start"].numpy(),
+                                                     windows["max_context"].numpy())):
+        inside = [p for p in range(len(starts)) if starts[p] >= 0]
+        for rel, position in enumerate(inside):
+            score = min(rel, len(inside) - 1 - rel) + 0.01 * len(inside)
+            scores.setdefault((example, starts[position]), []).append((score, w,
+                                                                       owned[position]))
+    tied = 0
+    for candidates in scores.values():
+        best = max(score for score, _, _ in candidates)
+        winners = [(w, owned) for score, w, owned in candidates if score == best]
+        if len(winners) > 1:
+            tied += 1
+            assert winners[0][1] and not any(owned for _, owned in winners[1:])
+    return windows["windows"].numpy()[windows["window"].numpy() == 0], tied
+
+
+def test_export_and_predict_agree_on_real_questions_of_several_windows(tmp_path, tiny_hub):
+    """Issue 13: one windowing and one span search serve predict and the export, so they give
+    the same answers and offsets, also where a token ties for max context between windows."""
+    if not os.path.exists(REAL_DEV):
+        pytest.skip(f"{REAL_DEV} is not here (../shared/data is needed)")
+    dev = json.load(open(REAL_DEV, encoding="utf-8"))
+    article = dict(dev["data"][0], paragraphs=dev["data"][0]["paragraphs"][:8])
+    path = tmp_path / "dev.json"
+    path.write_text(json.dumps({"version": "1.1", "data": [article]}), encoding="utf-8")
+    layout = ["--max_seq_length=64", "--max_query_length=24", "--doc_stride=16"]
+    model_dir = str(tmp_path / "model")
+    common = [f"--model_dir={model_dir}", "--encoder_handle=tiny", *layout]
+    result = run_module("tasks.squad.train", "--mode=train", f"--train_file={path}",
+                        "--max_train_steps=2", "--train_batch_size=8", "--xla_fusion=off",
+                        f"--export_dir={model_dir}/export/1", *common)
+    assert result.returncode == 0, result.stderr[-3000:]
+    result = run_module("tasks.squad.train", "--mode=predict", f"--predict_file={path}", *common)
+    assert result.returncode == 0, result.stderr[-3000:]
+    predictions = json.load(open(os.path.join(model_dir, "predictions.json")))
+    nbest = json.load(open(os.path.join(model_dir, "nbest_predictions.json")))
+    rows = [(qa["id"], qa["question"], p["context"]) for p in article["paragraphs"]
+            for qa in p["qas"]]
+    assert len(rows) >= 30 and sorted(predictions) == sorted(i for i, _, _ in rows)
+    windows, tied = _windows_and_ties(rows, 64, 16, 24, tiny_hub)
+    assert (windows > 1).sum() >= 60 and tied > 0  # several windows, and ties between them
+    env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
+    served = subprocess.run(
+        [sys.executable, "-c", SERVE, os.path.join(model_dir, "export", "1"),
+         json.dumps([[q for _, q, _ in rows], [c for _, _, c in rows]])],
+        capture_output=True, text=True, timeout=600, env=env)
+    assert served.returncode == 0, served.stderr[-3000:]
+    out = json.loads(served.stdout.strip().splitlines()[-1])
+    assert out["answer"] == [predictions[i] for i, _, _ in rows]
+    assert [[s, e] for s, e in zip(out["start"], out["end"])] == [
+        [nbest[i][0]["start"], nbest[i][0]["end"]] for i, _, _ in rows]
+    assert all(nbest[i][0]["text"] == predictions[i] for i, _, _ in rows)

@@ -17,8 +17,8 @@ from typing import Dict, Set
 
 import numpy as np
 import tensorflow as tf
-from tqdm import tqdm
 
+from zoo import progress as progress_bar
 from zoo.data.sources import RejectedRows, with_known_labels
 from zoo.data.text_files import BadRow, DataError
 from zoo.errors import UsageError
@@ -103,7 +103,7 @@ def check_split(split, source, packer=None, max_seq_length=128, known_labels=Non
     hashes = array.array("q")
     lengths = _Lengths(packer, source.pair, batch_size)
     rows = 0
-    bar = tqdm(unit="row", desc=f"check {split}", disable=not progress, mininterval=2)
+    bar = progress_bar.bar(f"check {split}", "row", enabled=progress)
     try:
         for index, shard in enumerate(source.shards):
             shard_starts.append(len(hashes))

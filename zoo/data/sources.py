@@ -16,6 +16,7 @@ import tensorflow as tf
 
 from zoo.data.text_files import BadRow, Columns, DataError, Example, example_from_row, iter_file
 from zoo.errors import UsageError
+from zoo.files import PartialFile
 
 TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".tfrec")
 
@@ -123,23 +124,13 @@ def iterate(source, shards=None):
         yield from source.read(index)
 
 
-class RejectedRows:
+class RejectedRows(PartialFile):
     """Writes rejected rows as JSON lines (source, reason, raw) as they come; `count` of them.
 
     The file appears complete (atomically) when `close` is called; nothing is kept in memory.
     """
 
-    def __init__(self, path):
-        self.path = path
-        self.count = 0
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        self._file = open(path + ".tmp", "w", encoding="utf-8")  # pylint: disable=consider-using-with
-
     def add(self, bad: BadRow):
-        self._file.write(json.dumps(dict(source=bad.source, reason=bad.reason, raw=bad.raw),
-                                    ensure_ascii=False) + "\n")
+        self.file.write(json.dumps(dict(source=bad.source, reason=bad.reason, raw=bad.raw),
+                                   ensure_ascii=False) + "\n")
         self.count += 1
-
-    def close(self):
-        self._file.close()
-        os.replace(self.path + ".tmp", self.path)

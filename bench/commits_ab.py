@@ -1,0 +1,77 @@
+r"""The same training command on two commits, alternating, in one command: is the new code slower?
+
+  python bench/commits_ab.py --base=5ce1382 -- tasks.squad.train --mode=train \
+      --train_file=../shared/data/squad_v1/train-v1.1-explorer.json --max_train_questions=400 \
+      --max_train_steps=9 --train_batch_size=32
+
+The base commit is checked out into a temporary git worktree; each of --repeats rounds runs the
+command (a `python -m` module and its flags, after `--`) once in each tree, in alternating order
+(base first in even rounds), each in a fresh process with a fresh --model_dir, with the same
+Python and installed packages. From each run's train_results.json: the steady training rate
+(examples, i.e. windows for SQuAD, per second without the first call) and the first call's
+seconds. Prints one JSON line: per tree the runs, median and spread, and the ratio of the
+medians (this tree over the base).
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+from absl import app, flags
+
+from common import machine
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+flags.DEFINE_string("base", None, "The commit to compare with (a git revision).")
+flags.DEFINE_integer("repeats", 3, "Rounds; each runs the command once per tree.")
+flags.mark_flag_as_required("base")
+FLAGS = flags.FLAGS
+
+
+def timed_run(tree, module, args, model_dir):
+    finished = subprocess.run([sys.executable, "-m", module, *args, f"--model_dir={model_dir}"],
+                              cwd=tree, capture_output=True, text=True, check=False)
+    if finished.returncode:
+        raise SystemExit(f"{tree}: the run failed:\n{finished.stderr[-3000:]}")
+    with open(os.path.join(model_dir, "train_results.json"), encoding="utf-8") as f:
+        timing = json.load(f)
+    return dict(steady_examples_per_second=round(timing["steady_examples_per_second"], 3),
+                first_call_seconds=round(timing["first_call_seconds"], 1),
+                precision=timing["precision"], xla_fusion=timing["xla_fusion"])
+
+
+def main(argv):
+    if len(argv) < 2:
+        raise SystemExit("give the command after --: MODULE FLAGS...")
+    module, args = argv[1], argv[2:]
+    base_sha = subprocess.run(["git", "rev-parse", "--short=12", FLAGS.base], cwd=ROOT,
+                              capture_output=True, text=True, check=True).stdout.strip()
+    runs = {"base": [], "this": []}
+    with tempfile.TemporaryDirectory(prefix="zoo-bench-ab-") as work:
+        base_tree = os.path.join(work, "base")
+        subprocess.run(["git", "worktree", "add", "--detach", base_tree, base_sha], cwd=ROOT,
+                       capture_output=True, check=True)
+        try:
+            for round_ in range(FLAGS.repeats):
+                order = ("base", "this") if round_ % 2 == 0 else ("this", "base")
+                for name in order:
+                    tree = base_tree if name == "base" else ROOT
+                    model_dir = os.path.join(work, f"{name}_{round_}")
+                    runs[name].append(timed_run(tree, module, args, model_dir))
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", base_tree], cwd=ROOT,
+                           capture_output=True, check=False)
+    results = dict(machine=machine(), base=base_sha, command=[module, *args])
+    for name, measured in runs.items():
+        rates = [r["steady_examples_per_second"] for r in measured]
+        results[name] = dict(runs=measured, median=statistics.median(rates),
+                             spread=[min(rates), max(rates)])
+    results["ratio_this_over_base"] = round(results["this"]["median"]
+                                            / results["base"]["median"], 3)
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    app.run(main)

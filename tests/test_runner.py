@@ -1,0 +1,122 @@
+"""The one runner, driving a task defined here in a few lines: modes, results files, checks."""
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tf_keras as keras
+
+from zoo import export, runner
+from zoo.errors import UsageError
+from zoo.models import classifier_core
+from zoo.settings import RunSettings
+
+WORDS = ["red", "blue", "green", "tall", "small", "old"]
+
+
+class WordCount(runner.Task):
+    """Toy task: is the number of words in a text even? (A classifier on the shared plumbing.)"""
+
+    NAME = "word_count"
+    OUTPUT_FILES = "a .txt file"
+
+    def prepare_training(self, evaluate_each_epoch):
+        self.texts = self.read_split("train")
+        return runner.TrainingData(len(self.texts), "texts", dict(texts=len(self.texts)),
+                                   dict(extra="reported"))
+
+    def outputs(self):
+        return ["odd", "even"]
+
+    def build_core(self, encoder):
+        return classifier_core(encoder, 2)
+
+    def _batches(self, texts, batch_size, seed=None):
+        labels = np.array([1 - len(t.split()) % 2 for t in texts], np.int32)
+        ds = tf.data.Dataset.from_tensor_slices((texts, labels))
+        if seed is not None:
+            ds = ds.shuffle(len(texts), seed=seed)
+        return ds.batch(batch_size, drop_remainder=seed is not None).map(
+            lambda t, y: (self.run.packer(t), y))
+
+    def train_dataset(self, epoch):
+        return self._batches(self.texts, self.settings.train_batch_size, self.settings.seed + epoch)
+
+    def loss(self, targets, outputs):
+        return keras.losses.sparse_categorical_crossentropy(targets, outputs, from_logits=True)
+
+    def evaluate(self, core):
+        texts = self.read_split("eval")
+        right = 0
+        for logits, labels in self.run.infer(lambda b: (core(b[0], training=False), b[1]),
+                                             self._batches(texts, 4), "eval", "text"):
+            right += int((logits.argmax(-1) == labels).sum())
+        return dict(accuracy=right / len(texts), texts=len(texts))
+
+    def predict(self, core, path):
+        texts = self.read_split("predict")
+        with open(path, "w", encoding="utf-8") as f:
+            for logits, _ in self.run.infer(lambda b: (core(b[0], training=False), b[1]),
+                                            self._batches(texts, 4), "predict", "text"):
+                f.writelines(f"{i}\n" for i in logits.argmax(-1))
+        return len(texts)
+
+    def serving(self, core):
+        return export.ClassifierServing(core, self.run.packer, self.outputs())
+
+
+def _texts(n, seed):
+    rng = np.random.default_rng(seed)
+    return [" ".join(rng.choice(WORDS, size=rng.integers(1, 6))) for _ in range(n)]
+
+
+def _run(mode, tmp_path, **settings):
+    settings = RunSettings(model_dir=str(tmp_path / "model"), encoder_handle="tiny",
+                           max_seq_length=16, train_batch_size=8, eval_batch_size=4,
+                           num_train_epochs=2, learning_rate=1e-3, xla_fusion="off", **settings)
+    splits = dict(train=_texts(32, 0), eval=_texts(12, 1), predict=_texts(7, 2))
+    return runner.run(mode, WordCount, settings, lambda split: splits[split])
+
+
+def test_a_task_definition_is_all_a_new_task_needs(tiny_hub, tmp_path):
+    timing = _run("train_and_eval", tmp_path)
+    model_dir = tmp_path / "model"
+    assert timing["steps"] == 8 and timing["train_texts"] == 32 and timing["extra"] == "reported"
+    assert timing["texts_per_second"] > 0  # the unit's rate, for units other than examples
+    saved = json.load(open(model_dir / "train_results.json"))
+    assert saved["train_texts"] == 32 and saved["replicas"] == 1
+    record = json.load(open(model_dir / "run.json"))
+    assert record["task"] == "word_count" and record["outputs"] == ["odd", "even"]
+    assert [h["epoch"] for h in json.load(open(model_dir / "history.json"))] == [1, 2]
+    assert os.path.exists(model_dir / "training_curves.png")
+    results = json.load(open(model_dir / "eval_results.json"))
+    assert results["texts"] == 12 and results["epoch"] == 2 and results["step"] == 8
+
+    again = _run("eval", tmp_path)  # the newest checkpoint, restored: the same accuracy
+    assert again["accuracy"] == results["accuracy"] and again["step"] == 8
+
+    with pytest.raises(UsageError, match=r"--mode=predict needs --output_file \(a .txt file\)"):
+        _run("predict", tmp_path)
+    assert _run("predict", tmp_path, output_file=str(tmp_path / "out" / "p.txt")) == 7
+    assert len(open(tmp_path / "out" / "p.txt").read().split()) == 7
+
+    with pytest.raises(UsageError, match="--mode=export needs --export_dir"):
+        _run("export", tmp_path)
+    path = _run("export", tmp_path, export_dir=str(tmp_path / "export" / "1"))
+    served = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(["red"]))
+    assert served["label"].numpy()[0] in (b"odd", b"even")
+
+    with pytest.raises(UsageError, match="--mode must be one of"):
+        _run("check_data", tmp_path)  # not one of this task's modes
+
+
+def test_eval_without_training_and_a_model_dir_of_another_task(tiny_hub, tmp_path):
+    with pytest.raises(FileNotFoundError, match="no checkpoint; train first"):
+        _run("eval", tmp_path)
+    os.makedirs(tmp_path / "model", exist_ok=True)
+    with open(tmp_path / "model" / "run.json", "w") as f:
+        json.dump(dict(task="squad", encoder_handle="tiny", preprocessor_handle=None,
+                       outputs="start_end_logits"), f)
+    with pytest.raises(UsageError, match="task: 'squad' -> 'word_count'"):
+        _run("eval", tmp_path)
