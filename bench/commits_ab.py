@@ -4,8 +4,9 @@ r"""The same training command on two commits, alternating, in one command: is th
       --train_file=../shared/data/squad_v1/train-v1.1-explorer.json --max_train_questions=400 \
       --max_train_steps=9 --train_batch_size=32
 
-The base commit is checked out into a temporary git worktree; each of --repeats rounds runs the
-command (a `python -m` module and its flags, after `--`) once in each tree, in alternating order
+The base commit (and --this, if given) is checked out into a temporary git worktree; each of
+--repeats rounds runs the command (a `python -m` module and its flags, after `--`) once in each
+tree, in alternating order
 (base first in even rounds), each in a fresh process with a fresh --model_dir, with the same
 Python and installed packages. From each run's train_results.json: the steady training rate
 (examples, i.e. windows for SQuAD, per second without the first call) and the first call's
@@ -25,6 +26,8 @@ from common import machine
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 flags.DEFINE_string("base", None, "The commit to compare with (a git revision).")
+flags.DEFINE_string("this", None, "The commit measured against it (default: the working tree "
+                    "as it is; a revision gets its own worktree, so edits cannot reach a run).")
 flags.DEFINE_integer("repeats", 3, "Rounds; each runs the command once per tree.")
 flags.mark_flag_as_required("base")
 FLAGS = flags.FLAGS
@@ -46,24 +49,34 @@ def main(argv):
     if len(argv) < 2:
         raise SystemExit("give the command after --: MODULE FLAGS...")
     module, args = argv[1], argv[2:]
-    base_sha = subprocess.run(["git", "rev-parse", "--short=12", FLAGS.base], cwd=ROOT,
+    def sha(revision):
+        return subprocess.run(["git", "rev-parse", "--short=12", revision], cwd=ROOT,
                               capture_output=True, text=True, check=True).stdout.strip()
+
+    revisions = {"base": sha(FLAGS.base), "this": sha(FLAGS.this) if FLAGS.this else None}
     runs = {"base": [], "this": []}
     with tempfile.TemporaryDirectory(prefix="zoo-bench-ab-") as work:
-        base_tree = os.path.join(work, "base")
-        subprocess.run(["git", "worktree", "add", "--detach", base_tree, base_sha], cwd=ROOT,
-                       capture_output=True, check=True)
+        trees = {"this": ROOT}
         try:
+            for name, revision in revisions.items():
+                if revision:
+                    trees[name] = os.path.join(work, name)
+                    subprocess.run(["git", "worktree", "add", "--detach", trees[name], revision],
+                                   cwd=ROOT, capture_output=True, check=True)
+            measured_on = machine(trees["this"])
             for round_ in range(FLAGS.repeats):
                 order = ("base", "this") if round_ % 2 == 0 else ("this", "base")
                 for name in order:
-                    tree = base_tree if name == "base" else ROOT
                     model_dir = os.path.join(work, f"{name}_{round_}")
-                    runs[name].append(timed_run(tree, module, args, model_dir))
+                    runs[name].append(timed_run(trees[name], module, args, model_dir))
         finally:
-            subprocess.run(["git", "worktree", "remove", "--force", base_tree], cwd=ROOT,
-                           capture_output=True, check=False)
-    results = dict(machine=machine(), base=base_sha, command=[module, *args])
+            for name, tree in trees.items():
+                if tree != ROOT:
+                    subprocess.run(["git", "worktree", "remove", "--force", tree], cwd=ROOT,
+                                   capture_output=True, check=False)
+    results = dict(machine=measured_on,
+                   base=revisions["base"], this_commit=revisions["this"] or "working tree",
+                   command=[module, *args])
     for name, measured in runs.items():
         rates = [r["steady_examples_per_second"] for r in measured]
         results[name] = dict(runs=measured, median=statistics.median(rates),

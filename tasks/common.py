@@ -1,6 +1,6 @@
 """Flags of every task's train.py, derived from the task's settings, and turned back into them.
 
-A task's train.py calls `define_flags(SettingsClass, modes)` at the top: `--mode` with the
+A task's train.py calls `define_flags(modes, SettingsClass)` at the top: `--mode` with the
 modes the task has, and one flag per field of its settings class (`zoo.settings`: the name,
 type, default, choices and help text are declared there once), then its own data flags
 (`define_file_flags`, or its own). `--help` lists exactly these. `settings_from_flags` builds
@@ -32,12 +32,17 @@ def _define(field):
         flags.DEFINE_string(name, default, help_text)
 
 
-def define_flags(settings_class, modes):
-    """`--mode` (one of `modes`) and a flag for every flag field of `settings_class`."""
+def define_flags(modes, *settings_classes):
+    """`--mode` (one of `modes`) and a flag for every flag field of the settings classes (of
+    several, e.g. a task that runs as classification or regression, each field once)."""
     flags.DEFINE_enum("mode", "train_and_eval", list(modes), "; ".join(
         f"{mode}: {zoo_settings.MODE_HELP[mode]}" for mode in modes) + ".")
-    for field in zoo_settings.flag_fields(settings_class):
-        _define(field)
+    defined = set()
+    for settings_class in settings_classes:
+        for field in zoo_settings.flag_fields(settings_class):
+            if field.name not in defined:
+                _define(field)
+                defined.add(field.name)
     flags.mark_flag_as_required("model_dir")
 
 
@@ -127,9 +132,22 @@ def file_source(split, columns):
     return FileSource(split_file(split), columns, require_label=split != "predict")
 
 
-def run_classification(read_split, pair, label_map=""):
-    """Runs zoo.classification with the flags; `read_split(split)` returns a source."""
-    from zoo import classification  # pylint: disable=import-outside-toplevel
+TEXT_TASKS = ("classification", "regression", "multi_label")  # --task_type of tasks.classify
 
-    settings = settings_from_flags(classification.Settings, pair=pair, label_map=label_map)
-    return run_task(classification.run, settings, read_split)
+
+def text_task(name):
+    """(task class, settings class) of a task on labelled text, by its `TEXT_TASKS` name."""
+    from zoo import classification, multilabel, regression  # pylint: disable=import-outside-toplevel
+    return {"classification": (classification.Classification, classification.Settings),
+            "regression": (regression.Regression, regression.Settings),
+            "multi_label": (multilabel.MultiLabel, multilabel.Settings)}[name]
+
+
+def run_classification(read_split, pair, label_map="", task="classification"):
+    """Runs a task on labelled text (`text_task(task)`: classification, regression or
+    multi-label) with the flags; `read_split(split)` returns a source."""
+    from zoo import runner  # pylint: disable=import-outside-toplevel
+
+    task_class, settings_class = text_task(task)
+    settings = settings_from_flags(settings_class, pair=pair, label_map=label_map)
+    return run_task(lambda mode, s, r: runner.run(mode, task_class, s, r), settings, read_split)

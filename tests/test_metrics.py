@@ -43,3 +43,48 @@ def test_multiclass_macro_and_weighted_f1_by_hand():
 def test_constant_prediction_has_zero_mcc_not_nan():
     results = classification_metrics([0, 1, 1], _probs([1, 1, 1], 2), 2)
     assert results["mcc"] == 0.0
+
+
+def test_pearson_and_spearman_by_hand():
+    from zoo.metrics import regression_metrics  # pylint: disable=import-outside-toplevel
+    gold = [1.0, 2.0, 3.0, 4.0, 5.0]
+    results = regression_metrics(gold, [2.0, 4.0, 6.0, 8.0, 10.0])  # linear: both 1
+    assert results["pearson"] == pytest.approx(1.0) and results["spearman"] == pytest.approx(1.0)
+    monotone = regression_metrics(gold, [1.0, 4.0, 9.0, 16.0, 100.0])  # ranks agree only
+    assert monotone["spearman"] == pytest.approx(1.0) and monotone["pearson"] < 0.95
+    # ties get their mean rank: ranks of [1, 1, 2] are [0.5, 0.5, 2] -> Spearman = Pearson of
+    # ranks with [0, 1, 2]: (0.5-1)(0-1) + (0.5-1)(1-1) + (2-1)(2-1) = 1.5 over
+    # sqrt(1.5 * 2) -> 0.866
+    tied = regression_metrics([0.0, 1.0, 2.0], [1.0, 1.0, 2.0])
+    assert tied["spearman"] == pytest.approx(1.5 / math.sqrt(1.5 * 2))
+    errors = regression_metrics([0.0, 0.0], [1.0, -3.0])
+    assert (errors["mse"], errors["mae"]) == (5.0, 2.0)
+
+
+def test_multi_label_f1_and_exact_match_by_hand():
+    from zoo.metrics import multi_label_metrics  # pylint: disable=import-outside-toplevel
+    gold = np.array([[1, 0, 1], [0, 1, 0], [1, 1, 0]], np.float32)
+    probabilities = np.array([[0.9, 0.2, 0.7], [0.1, 0.4, 0.6], [0.8, 0.9, 0.1]], np.float32)
+    # predicted at 0.5: [1,0,1] (exact), [0,0,1] (wrong), [1,1,0] (exact)
+    results = multi_label_metrics(gold, probabilities, threshold=0.5)
+    assert results["exact_match"] == pytest.approx(2 / 3)
+    # micro: tp=4 (1,3 / - / 1,2), fp=1, fn=1 -> F1 = 8 / 10
+    assert results["f1_micro"] == pytest.approx(0.8)
+    # per label: l0 tp2 -> 1.0; l1 tp1 fn1 -> 2/3; l2 tp1 fp1 -> 2/3
+    assert results["f1_per_label"] == pytest.approx([1.0, 2 / 3, 2 / 3], abs=1e-6)
+    assert results["f1_macro"] == pytest.approx((1.0 + 2 / 3 + 2 / 3) / 3, abs=1e-6)
+    lower = multi_label_metrics(gold, probabilities, threshold=0.35)  # [0,0.4,0.6] -> l1 right
+    assert lower["exact_match"] == pytest.approx(2 / 3) and lower["f1_micro"] > 0.8
+
+
+def test_entity_f1_and_token_accuracy_by_hand():
+    from zoo.metrics import entity_metrics  # pylint: disable=import-outside-toplevel
+    tags = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
+    gold = [np.array([3, 4, 0, 1]), np.array([1, 2, 0])]  # PER(0-1) LOC(3) | LOC(0-1)
+    predicted = [np.array([3, 0, 0, 1]), np.array([1, 2, 0])]  # PER(0) LOC(3) | LOC(0-1)
+    results = entity_metrics(gold, predicted, tags, ["LOC", "PER"])
+    # 3 gold, 3 predicted, 2 right (both LOCs): P = R = F1 = 2/3
+    assert (results["precision"], results["recall"]) == pytest.approx((2 / 3, 2 / 3))
+    assert results["f1"] == pytest.approx(2 / 3) and results["entities"] == 3
+    assert results["per_type"]["LOC"]["f1"] == 1.0 and results["per_type"]["PER"]["f1"] == 0.0
+    assert results["token_accuracy"] == pytest.approx(6 / 7)

@@ -1,25 +1,31 @@
-"""Text classification: a task of the one runner (`zoo.runner`).
+"""Text classification: a task of the one runner (`zoo.runner`), and the base of the other
+tasks on labelled text (`zoo.regression`, `zoo.multilabel`).
 
 `read_split(split)` returns the source (`zoo.data.sources`) of 'train', 'eval' or 'predict'. Data
 is streamed, never loaded whole. Training and evaluation start with a data check of their
-splits (`zoo.data.check`): rows, labels, bad rows, duplicates, token lengths. The label
-vocabulary is learned from the training data and saved as `labels.json`. Besides what the runner
-writes, a run leaves `data_check_<split>.json`, `rejected_rows_<split>.jsonl` (with
-`--bad_rows=skip`) and `confusion_matrix.png` in the model dir.
+splits (`zoo.data.check`): rows, labels, bad rows, duplicates, token lengths. The labels are
+learned from the training data and saved as `labels.json` (`zoo.data.labels`). Besides what the
+runner writes, a run leaves `data_check_<split>.json`, `rejected_rows_<split>.jsonl` (with
+`--bad_rows=skip`) and a plot of the evaluation in the model dir.
+
+A task on labelled text that predicts something else than one class changes only what depends on
+the kind of label: `open_labels` / `vocabulary`, `build_core`, `loss`, `metrics`, `plot`,
+`transform`, `row_format` and `serving_outputs`.
 """
 import dataclasses
 import os
 
+import numpy as np
 import tensorflow as tf
 import tf_keras as keras
 
 from zoo import export, metrics, plots, predict, run_record, runner
 from zoo.data import check
-from zoo.data.labels import LabelVocab, parse_label_map
+from zoo.data.labels import LabelVocab, OpenLabels, parse_label_map
 from zoo.data.pipeline import DEFAULT_SHUFFLE_BUFFER, classification_dataset
-from zoo.data.sources import ListSource, MissingSplit
+from zoo.data.sources import ListSource
 from zoo.errors import UsageError
-from zoo.files import save_json
+from zoo.heads import POOLINGS
 from zoo.models import classifier_core
 from zoo.settings import RunSettings, override, setting
 
@@ -28,10 +34,15 @@ PADDINGS = ("bucketed", "dynamic", "fixed")
 
 @dataclasses.dataclass
 class Settings(RunSettings):
-    """Classification settings: the common ones plus text pairs, padding, labels and bad rows."""
+    """Settings of tasks on labelled text: the common ones plus pairs, padding, labels, bad rows."""
 
     pair: bool = setting(False, "two texts per example (text_a, text_b)", flag=False)
-    dropout: float = setting(0.1, "Dropout rate of the classifier head (on pooled_output).")
+    dropout: float = setting(0.1, "Dropout rate of the head (on the pooled vector).")
+    pooling: str = setting(
+        "cls", "The vector per text the head reads: cls (the encoder's pooled_output, its "
+        "pooler on [CLS]), mean (the mean of sequence_output over the real tokens; what "
+        "sentence-embedding models such as all-MiniLM-L6-v2 were trained for) or cls_mean "
+        "(both, concatenated).", choices=POOLINGS)
     padding: str = setting(
         "bucketed", "bucketed: cut each batch to its longest text, and make training batches "
         "of texts of similar length (least padding; rows are still shuffled, batches within "
@@ -57,37 +68,6 @@ class Settings(RunSettings):
 def dynamic_padding(settings, on_tpu):
     """Whether batches are cut to their longest row (TPUs compile one program per shape: no)."""
     return settings.padding != "fixed" and not on_tpu
-
-
-def check_splits(settings, sources, packer, labels=None, chief=True, label_map=None,
-                 bad_rows=None):
-    """Data checks of {split: source} (train first): reports printed and saved in the model
-    dir as data_check_<split>.json, rejected rows in rejected_rows_<split>.jsonl.
-
-    Labels: a split is checked against `labels` if given; the train split, when there are no
-    labels yet, against the label map (if any), and its labels then become the vocabulary the
-    later splits are checked against. Returns ({split: SplitCheck}, that vocabulary or None).
-    """
-    results = {}
-    for split, source in sources.items():
-        if labels is not None:
-            known = labels.known()
-        elif label_map:
-            known = set(label_map) | set(label_map.values())
-        else:
-            known = None
-        rejected = os.path.join(settings.model_dir, f"rejected_rows_{split}.jsonl")
-        result = check.check_split(
-            split, source, packer, settings.max_seq_length, known_labels=known,
-            bad_rows=bad_rows or settings.bad_rows, dedupe=settings.dedupe and split == "train",
-            rejected_path=rejected if chief else None, progress=chief)
-        results[split] = result
-        if split == "train" and labels is None:
-            labels = LabelVocab.from_labels(result.label_counts, label_map)
-        if chief:
-            save_json(os.path.join(settings.model_dir, f"data_check_{split}.json"), result.report)
-            print("\n".join(check.summary_lines(result.report)))
-    return results, labels
 
 
 def _fingerprint(source):
@@ -118,14 +98,61 @@ class Classification(runner.Task):
         self.labels = None
         self.sources, self.checks = {}, {}
 
-    def prepare_training(self, evaluate_each_epoch):
+    # What depends on the kind of label (overridden by zoo.regression, zoo.multilabel).
+
+    def open_labels(self):
+        """What a training row's label may be before the vocabulary is known."""
+        label_map = parse_label_map(self.settings.label_map)
+        return OpenLabels(set(label_map) | set(label_map.values()) if label_map else None)
+
+    def vocabulary(self, counts):
+        """The labels learned from the training data's label `counts`."""
+        return LabelVocab.from_labels(counts, parse_label_map(self.settings.label_map))
+
+    def build_core(self, encoder):
+        return classifier_core(encoder, len(self.labels), self.settings.dropout,
+                               self.settings.pooling)
+
+    def loss(self, targets, outputs):
+        return sparse_cross_entropy(targets, outputs)
+
+    def train_metrics(self):
+        return {"accuracy": keras.metrics.SparseCategoricalAccuracy()}
+
+    def metrics(self, outputs, targets):
+        """The evaluation's metrics from the model's outputs and the targets (NumPy)."""
+        results = metrics.classification_metrics(
+            targets, tf.nn.softmax(outputs).numpy(), len(self.labels))
+        return dict(loss=float(tf.reduce_mean(sparse_cross_entropy(targets, outputs))),
+                    **results, label_names=self.labels.names)
+
+    def plot(self, results, outputs, targets):
+        del outputs, targets
+        plots.plot_confusion(results["confusion_matrix"], self.labels.names,
+                             os.path.join(self.settings.model_dir, "confusion_matrix.png"))
+
+    transform = staticmethod(predict.softmax)  # model outputs -> what predictions report
+
+    def row_format(self):
+        return predict.ClassLabels(self.labels.names)
+
+    def serving_outputs(self):
+        return export.class_outputs
+
+    # The same for every kind of label.
+
+    def check_splits(self, sources, labels=None, bad_rows=None):
+        """`zoo.data.check.check_splits` with this task's labels and settings."""
         s = self.settings
+        return check.check_splits(sources, self.run.packer, s.model_dir, s.max_seq_length,
+                                  self.open_labels(), self.vocabulary, labels,
+                                  bad_rows or s.bad_rows, s.dedupe, self.run.chief)
+
+    def prepare_training(self, evaluate_each_epoch):
         self.sources = {"train": self.read_split("train")}
         if evaluate_each_epoch:
             self.sources["eval"] = self.read_split("eval")
-        self.checks, self.labels = check_splits(s, self.sources, self.run.packer,
-                                                chief=self.run.chief,
-                                                label_map=parse_label_map(s.label_map))
+        self.checks, self.labels = self.check_splits(self.sources)
         self._keep_labels()
         report = self.checks["train"].report
         return runner.TrainingData(
@@ -134,14 +161,14 @@ class Classification(runner.Task):
                  duplicates_dropped=report["duplicates_dropped"], padding=self.padding))
 
     def _keep_labels(self):
-        """Saves the training data's vocabulary, unless a resumed run's saved one differs."""
+        """Saves the training data's labels, unless a resumed run's saved ones differ."""
         model_dir = self.settings.model_dir
         saved = os.path.join(model_dir, "labels.json")
         if os.path.exists(saved):
             previous = LabelVocab.load(model_dir)
-            if previous.raw_labels != self.labels.raw_labels:
-                raise UsageError(f"{saved}: labels {previous.raw_labels} differ from the "
-                                 f"training data's {self.labels.raw_labels}; use a new "
+            if previous.outputs() != self.labels.outputs():
+                raise UsageError(f"{saved}: labels {previous.outputs()} differ from the "
+                                 f"training data's {self.labels.outputs()}; use a new "
                                  "--model_dir")
         if self.run.chief:
             self.labels.save(model_dir)
@@ -150,10 +177,7 @@ class Classification(runner.Task):
         self.labels = LabelVocab.load(self.settings.model_dir)
 
     def outputs(self):
-        return self.labels.raw_labels
-
-    def build_core(self, encoder):
-        return classifier_core(encoder, len(self.labels), self.settings.dropout)
+        return self.labels.outputs()
 
     def train_dataset(self, epoch):
         s = self.settings
@@ -163,64 +187,44 @@ class Classification(runner.Task):
             dynamic_padding=self.dynamic_padding, group_by_lengths=self.padding == "bucketed",
             shuffle_buffer=s.shuffle_buffer, drop=self.checks["train"].drop)
 
-    def loss(self, targets, outputs):
-        return sparse_cross_entropy(targets, outputs)
-
-    def train_metrics(self):
-        return {"accuracy": keras.metrics.SparseCategoricalAccuracy()}
-
     def evaluate(self, core):
-        """Loss, accuracy, F1, MCC and the confusion matrix (also as a PNG) of the eval split."""
+        """The eval split's metrics (`metrics`), its row counts, and a plot (`plot`)."""
         source = self.sources.get("eval") or self.read_split("eval")
-        data_check = self.checks.get("eval") or check_splits(
-            self.settings, {"eval": source}, self.run.packer, self.labels,
-            self.run.chief)[0]["eval"]
+        data_check = self.checks.get("eval") or self.check_splits(
+            {"eval": source}, self.labels)[0]["eval"]
         ds = classification_dataset(source, self.run.packer, self.settings.eval_batch_size,
                                     labels=self.labels, dynamic_padding=self.dynamic_padding)
-        logits, label_ids = [], []
-        for batch_logits, batch_labels in self.run.infer(
+        outputs, targets = [], []
+        for batch_outputs, batch_targets in self.run.infer(
                 lambda b: (core(b[0], training=False), b[1]), ds, "eval", "ex", data_check.kept):
-            logits.append(batch_logits)
-            label_ids.append(batch_labels)
-        logits, label_ids = tf.concat(logits, 0), tf.concat(label_ids, 0)
-        results = metrics.classification_metrics(
-            label_ids.numpy(), tf.nn.softmax(logits).numpy(), len(self.labels))
-        results = dict(loss=float(tf.reduce_mean(sparse_cross_entropy(label_ids, logits))),
-                       **results, label_names=self.labels.names, examples=int(len(label_ids)),
+            outputs.append(batch_outputs)
+            targets.append(batch_targets)
+        outputs, targets = np.concatenate(outputs), np.concatenate(targets)
+        results = dict(self.metrics(outputs, targets), examples=int(len(targets)),
                        skipped_bad_rows=data_check.report["bad_rows"])
         if self.run.chief:
-            plots.plot_confusion(results["confusion_matrix"], self.labels.names,
-                                 os.path.join(self.settings.model_dir, "confusion_matrix.png"))
+            self.plot(results, outputs, targets)
         return results
 
     def predict(self, core, path):
         return predict.predict_to_file(core, self.run.packer, self.read_split("predict"), path,
-                                       self.labels.names, self.settings.eval_batch_size,
-                                       self.settings.bad_rows, self.run.strategy)
+                                       self.row_format(), self.settings.eval_batch_size,
+                                       self.settings.bad_rows, self.run.strategy,
+                                       transform=self.transform)
 
     def serving(self, core):
-        return export.ClassifierServing(core, self.run.packer, self.labels.names,
-                                        self.settings.pair)
+        return export.TextServing(core, self.run.packer, self.serving_outputs(),
+                                  self.settings.pair, label_names=self.labels.names)
 
     def check_data(self):
         """Checks every split that was given, reporting every bad row (as `--bad_rows=skip`
         does) instead of stopping at the first. Returns {split: report}."""
-        sources = {}
-        for split in ("train", "eval", "predict"):
-            try:
-                sources[split] = self.read_split(split)
-            except MissingSplit:
-                continue
-        if not sources:
-            raise UsageError("--mode=check_data needs data: --train_file, --eval_file, "
-                             "--predict_file or --data_dir")
+        sources = check.given_splits(self.read_split)
         labels = None
         model_dir = self.settings.model_dir
         if "train" not in sources and os.path.exists(os.path.join(model_dir, "labels.json")):
             labels = LabelVocab.load(model_dir)
-        checks, _ = check_splits(self.settings, sources, self.run.packer, labels,
-                                 label_map=parse_label_map(self.settings.label_map),
-                                 bad_rows="skip")
+        checks, _ = self.check_splits(sources, labels, bad_rows="skip")
         return {split: result.report for split, result in checks.items()}
 
 

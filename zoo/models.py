@@ -12,7 +12,7 @@ import tensorflow_hub as hub
 import tf_keras as keras
 
 from zoo import hub as zoo_hub
-from zoo.heads import ClassifierHead, SpanHead
+from zoo.heads import ClassifierHead, RegressionHead, SentencePooling, SpanHead
 
 INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -28,13 +28,36 @@ def _encoder(encoder, on_tpu):
     return zoo_hub.encoder_layer(encoder, trainable=True, on_tpu=on_tpu)
 
 
-def classifier_core(encoder, num_classes, dropout=0.1, on_tpu=False):
-    """Packed int32 inputs -> class logits: a trainable Hub encoder (a handle, or a layer to
-    share) and a `ClassifierHead` on its `pooled_output`."""
+def pooled_core(encoder, head, name, pooling="cls", on_tpu=False):
+    """Packed int32 inputs -> `head` on one vector per text (`SentencePooling(pooling)` of the
+    encoder's outputs; `encoder`: a handle, or a layer to share)."""
     inputs = encoder_inputs()
-    logits = ClassifierHead(num_classes, dropout=dropout, name="classifier")(
-        _encoder(encoder, on_tpu)(inputs)["pooled_output"])
-    return keras.Model(inputs, logits, name="classifier_core")
+    pooled = SentencePooling(pooling, name="pooling")(_encoder(encoder, on_tpu)(inputs),
+                                                      inputs["input_mask"])
+    return keras.Model(inputs, head(pooled), name=name)
+
+
+def classifier_core(encoder, num_classes, dropout=0.1, pooling="cls", on_tpu=False):
+    """Packed int32 inputs -> class logits: a trainable Hub encoder (a handle, or a layer to
+    share) and a `ClassifierHead` on its pooled outputs (`pooling`: see `SentencePooling`)."""
+    return pooled_core(encoder, ClassifierHead(num_classes, dropout=dropout, name="classifier"),
+                       "classifier_core", pooling, on_tpu)
+
+
+def regression_core(encoder, dropout=0.1, pooling="cls", on_tpu=False):
+    """Packed int32 inputs -> one score per example: a `RegressionHead` on the pooled
+    outputs."""
+    return pooled_core(encoder, RegressionHead(dropout=dropout, name="regressor"),
+                       "regression_core", pooling, on_tpu)
+
+
+def tagging_core(encoder, num_tags, dropout=0.1, on_tpu=False):
+    """Packed int32 inputs -> tag logits per token `[batch, seq, tags]`: a `ClassifierHead`
+    on the encoder's `sequence_output` (a handle, or a layer to share)."""
+    inputs = encoder_inputs()
+    logits = ClassifierHead(num_tags, dropout=dropout, name="tagger")(
+        _encoder(encoder, on_tpu)(inputs)["sequence_output"])
+    return keras.Model(inputs, logits, name="tagging_core")
 
 
 def span_core(encoder, on_tpu=False):
@@ -81,6 +104,16 @@ class TextPacker:
                 "zoo-build-hub (e.g. from the same checkpoint)")
         ids, starts, limits = self.preprocessor.tokenize_with_offsets(tf.reshape(text, [-1]))
         return ids.merge_dims(-2, -1), starts.merge_dims(-2, -1), limits.merge_dims(-2, -1)
+
+    @staticmethod
+    def char_offsets(strings, byte_offsets):
+        """Byte offsets `[batch, (n)]` into each string (at character boundaries) -> character
+        offsets: the number of characters before each byte offset."""
+        _, char_starts = tf.strings.unicode_decode_with_offsets(strings, "UTF-8",
+                                                                errors="replace")
+        counted = tf.searchsorted(char_starts.to_tensor(default_value=tf.int64.max),
+                                  byte_offsets.to_tensor(), side="left", out_type=tf.int64)
+        return tf.RaggedTensor.from_tensor(counted, lengths=byte_offsets.row_lengths())
 
     def token_counts(self, *texts):
         """Tokens each row would take untrimmed, with [CLS] and one [SEP] per segment."""

@@ -54,3 +54,17 @@ def plot_confusion(matrix, names, path):
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
+
+
+def plot_scatter(gold, predicted, path, title="predicted vs gold"):
+    """Predicted against gold scores, with the diagonal of perfect predictions."""
+    gold, predicted = np.asarray(gold), np.asarray(predicted)
+    fig, ax = plt.subplots(figsize=(5.5, 5.5))
+    ax.scatter(gold, predicted, s=6, alpha=0.4)
+    if gold.size:
+        low, high = min(gold.min(), predicted.min()), max(gold.max(), predicted.max())
+        ax.plot([low, high], [low, high], color="gray", linewidth=1)
+    ax.set(xlabel="gold", ylabel="predicted", title=title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

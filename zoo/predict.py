@@ -6,6 +6,11 @@ length are batched together, so each batch can be trimmed to its own longest row
 out as soon as every row before them is done, so memory holds about one chunk, however long the
 input. A bad row (with `bad_rows="skip"`) gets an output row with an `error` field instead of a
 label; with `"error"` it stops the run, and no output file is left behind.
+
+What a row says depends on the kind of label (`ClassLabels`: the class and its probability;
+`Scores`: the predicted score; `LabelSets`: the classes over a threshold and every probability):
+the model's outputs go through a `transform` in the graph (softmax, sigmoid, ...), then the
+format turns each row's values into its columns.
 """
 import csv
 import json
@@ -72,10 +77,16 @@ class _Rows:
                    np.array([i for i, _ in batch], np.int64))
 
 
+def softmax(logits):
+    return tf.nn.softmax(logits, axis=-1)
+
+
 def stream_predictions(core, packer, source, batch_size, sort_by_length=True,
-                       chunk_batches=DEFAULT_CHUNK_BATCHES, strategy=None, progress=True):
-    """Yields `(item, probabilities)` for every row of `source` in input order: an `Example`
-    with its class probabilities, or a `BadRow` with None."""
+                       chunk_batches=DEFAULT_CHUNK_BATCHES, strategy=None, progress=True,
+                       transform=softmax):
+    """Yields `(item, values)` for every row of `source` in input order: an `Example` with
+    `transform` of the model's outputs (default: class probabilities), or a `BadRow` with
+    None."""
     strategy = strategy or tf.distribute.get_strategy()
     rows = _Rows(source, batch_size, chunk_batches, sort_by_length)
     ds = tf.data.Dataset.from_generator(rows.generate, output_signature=(
@@ -109,7 +120,7 @@ def stream_predictions(core, packer, source, batch_size, sort_by_length=True,
 
     def predict_fn(batch):
         inputs, index = batch
-        return tf.nn.softmax(core(inputs, training=False), axis=-1), index
+        return transform(core(inputs, training=False)), index
 
     for probabilities, indices in distribute.map_batches(
             strategy, predict_fn, ds, batch_size, progress=("predict", "row") if progress else None):
@@ -131,39 +142,84 @@ def predict_probabilities(core, packer, examples, batch_size, sort_by_length=Tru
     return np.stack(results) if results else np.zeros((0, 0), np.float32)
 
 
+class ClassLabels:
+    """One class per row: `label` (its name) and `score` (its probability); JSONL adds every
+    class's probability."""
+
+    def __init__(self, label_names):
+        self.label_names = list(label_names)
+        self.columns = ["label", "score"]
+
+    def row(self, probabilities, jsonl):
+        best = int(np.argmax(probabilities))
+        row = dict(label=self.label_names[best], score=float(probabilities[best]))
+        if jsonl:
+            row["probabilities"] = {n: float(p) for n, p in zip(self.label_names, probabilities)}
+        return row
+
+
+class Scores:
+    """A score per row (regression)."""
+
+    columns = ["score"]
+
+    def row(self, score, jsonl):
+        del jsonl
+        return dict(score=float(score))
+
+
+class LabelSets:
+    """Several classes per row: `labels`, the names whose probability is at least `threshold`
+    (joined by `separator` in CSV, a list in JSONL), and each class's probability (a
+    `p_<name>` column in CSV, a dict in JSONL)."""
+
+    def __init__(self, label_names, threshold=0.5, separator=","):
+        self.label_names = list(label_names)
+        self.threshold = threshold
+        self.separator = separator
+        self.columns = ["labels"] + [f"p_{name}" for name in self.label_names]
+
+    def row(self, probabilities, jsonl):
+        names = [n for n, p in zip(self.label_names, probabilities) if p >= self.threshold]
+        if jsonl:
+            return dict(labels=names, probabilities={
+                n: float(p) for n, p in zip(self.label_names, probabilities)})
+        return dict(labels=self.separator.join(names), **{
+            f"p_{n}": float(p) for n, p in zip(self.label_names, probabilities)})
+
+
 class PredictionWriter(PartialFile):
     """Writes prediction rows to `.csv` or `.jsonl` (by extension) as they come.
 
-    Columns: `id` (when the input has ids), `label` (its name), `score`; JSONL adds all
-    probabilities. With `with_errors`, an `error` column names the file, line and problem of a
-    bad row, whose label and score are empty. The file appears under its name on `close`.
+    Columns: `id` (when the input has ids), then the format's (`ClassLabels` for a list of
+    label names). With `with_errors`, an `error` column names the file, line and problem of a
+    bad row, whose other columns are empty. The file appears under its name on `close`.
     """
 
-    def __init__(self, path, label_names, has_id, with_errors=False):
+    def __init__(self, path, row_format, has_id, with_errors=False):
         if not path.lower().endswith((".csv", ".jsonl")):
             raise UsageError(f"{path}: output file must end in .csv or .jsonl")
         self.jsonl = path.lower().endswith(".jsonl")
         super().__init__(path, newline=None if self.jsonl else "")
-        self.label_names = list(label_names)
-        self.fields = (["id"] if has_id else []) + ["label", "score"] + (
+        if isinstance(row_format, (list, tuple)):
+            row_format = ClassLabels(row_format)
+        self.format = row_format
+        self.fields = (["id"] if has_id else []) + list(row_format.columns) + (
             ["error"] if with_errors else [])
         self._csv = None if self.jsonl else csv.DictWriter(self.file, fieldnames=self.fields)
         if self._csv:
             self._csv.writeheader()
 
-    def write(self, item, probabilities):
+    def write(self, item, values):
         row = {"id": item.id} if "id" in self.fields else {}
-        if probabilities is None:
-            row.update(label=None, score=None, error=f"{item.source}: {item.reason}")
+        if values is None:
+            row.update({column: None for column in self.format.columns},
+                       error=f"{item.source}: {item.reason}")
         else:
-            best = int(np.argmax(probabilities))
-            row.update(label=self.label_names[best], score=float(probabilities[best]))
+            row.update(self.format.row(values, self.jsonl))
             if "error" in self.fields:
                 row["error"] = None
         if self.jsonl:
-            if probabilities is not None:
-                row["probabilities"] = {n: float(p)
-                                        for n, p in zip(self.label_names, probabilities)}
             self.file.write(json.dumps(row, ensure_ascii=False) + "\n")
         else:
             self._csv.writerow({k: "" if v is None else v for k, v in row.items()})
@@ -180,20 +236,22 @@ def write_predictions(path, examples, probabilities, label_names):
     return writer.close()
 
 
-def predict_to_file(core, packer, source, path, label_names, batch_size, bad_rows="error",
-                    strategy=None):
+def predict_to_file(core, packer, source, path, row_format, batch_size, bad_rows="error",
+                    strategy=None, transform=softmax):
     """Predicts every row of `source` into `path`; returns the number of rows written.
 
-    `bad_rows="error"` stops at the first bad row with its `DataError` (no file is left);
-    `"skip"` writes it as a row with an `error` field.
+    `row_format`: `ClassLabels`, `Scores`, `LabelSets` (or a list of label names: classes),
+    given each row's `transform` of the model's outputs. `bad_rows="error"` stops at the first
+    bad row with its `DataError` (no file is left); `"skip"` writes it as a row with an
+    `error` field.
     """
-    writer = PredictionWriter(path, label_names, source.has_id, with_errors=bad_rows == "skip")
+    writer = PredictionWriter(path, row_format, source.has_id, with_errors=bad_rows == "skip")
     try:
-        for item, probabilities in stream_predictions(core, packer, source, batch_size,
-                                                      strategy=strategy):
-            if probabilities is None and bad_rows != "skip":
+        for item, values in stream_predictions(core, packer, source, batch_size,
+                                               strategy=strategy, transform=transform):
+            if values is None and bad_rows != "skip":
                 raise item.error()
-            writer.write(item, probabilities)
+            writer.write(item, values)
     except BaseException:
         writer.abort()
         raise

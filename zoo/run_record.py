@@ -19,7 +19,7 @@ from zoo.files import save_json
 
 RUN_FILE = "run.json"
 # What the weights depend on: a restore with any of these changed restores the wrong model.
-MODEL_KEYS = ("task", "encoder_handle", "preprocessor_handle", "outputs")
+MODEL_KEYS = ("task", "encoder_handle", "preprocessor_handle", "outputs", "pooling")
 # What else decides a training run: changing it mid-run changes the schedule or the data.
 TRAINING_KEYS = ("train_batch_size", "num_train_epochs", "max_train_steps", "max_seq_length",
                  "learning_rate", "warmup_proportion", "decay", "weight_decay", "seed", "data")
@@ -51,7 +51,7 @@ def describe(task, settings, outputs, data=None):
     the label list), schedule and data."""
     record = dict(task=task, outputs=outputs, data=data)
     for key in MODEL_KEYS + TRAINING_KEYS:
-        if key not in record:
+        if key not in record and hasattr(settings, key):  # (pooling: tasks that pool)
             record[key] = getattr(settings, key)
     return record
 

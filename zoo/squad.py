@@ -1,10 +1,17 @@
-"""Extractive question answering (SQuAD v1.1): a task of the one runner (`zoo.runner`).
+"""Extractive question answering (SQuAD v1.1 and 2.0): a task of the one runner (`zoo.runner`).
 
 `read_split(split)` returns a `zoo.data.squad.SquadFile` (or `SquadList`). Questions stream
 from it through the one windowing (`zoo.data.squad_windows`) into the encoder and a `SpanHead`;
 the best span over all windows of a question (`zoo.spans`) is its answer. Evaluation reports the
 official exact match and F1; `predict` writes `predictions.json` (id -> answer) and, beside it,
 `nbest_predictions.json`, as answers come.
+
+SQuAD 2.0 (`version_2_with_negative`): as in Google's BERT, "no answer" is the span at [CLS]
+(unanswerable questions train every window towards it); a question's null score is the
+smallest over its windows, and the answer is "" when null score - best span score exceeds
+`null_score_diff_threshold`. Evaluation is the official v2.0 one (overall, HasAns, NoAns, and
+the best threshold on the eval set); `predict` also writes `null_odds.json` (that difference
+per question).
 """
 import dataclasses
 import os
@@ -14,7 +21,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from zoo import export, runner, spans, squad_eval, stages
-from zoo.data import squad_windows
+from zoo.data import squad_windows, windows
 from zoo.data.squad import SquadList
 from zoo.files import JsonObjectWriter
 from zoo.models import span_core
@@ -38,6 +45,12 @@ class Settings(RunSettings):
     n_best_size: int = setting(20, "Start and end candidates considered per window, and "
                                "answers kept per question in nbest_predictions.json.")
     max_answer_length: int = setting(30, "Longest answer, in tokens.")
+    version_2_with_negative: bool = setting(
+        False, "SQuAD 2.0: questions may have no answer in their context (is_impossible); the "
+        "model answers \"\" when the null score beats the best span by more than "
+        "--null_score_diff_threshold.")
+    null_score_diff_threshold: float = setting(
+        0.0, "SQuAD 2.0: answer \"\" when null score - best span score is above this.")
     shuffle_buffer: int = setting(
         10_000, "Questions in the training shuffle buffer (articles are read in a random "
         "order, their questions shuffled through this buffer).")
@@ -148,25 +161,13 @@ class Squad(runner.Task):
                         windows=meta["windows"])
 
         merge = tf.function(spans.merge_candidates, reduce_retracing=True)
-        held = None  # windows of questions not complete yet
-        for batch in self.run.infer(candidates, ds, description, "window"):
-            held = batch if held is None else {k: np.concatenate([held[k], batch[k]])
-                                               for k in batch}
-            index = held["index"]
-            firsts = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
-            ends = np.r_[firsts[1:], len(index)]
-            # windows come in question order: only the last question may be incomplete
-            done = len(firsts) - int(ends[-1] - firsts[-1] < held["windows"][firsts[-1]])
-            if not done:
-                continue
-            cut = ends[done - 1]
-            ready = {k: v[:cut] for k, v in held.items()}
-            held = {k: v[cut:] for k, v in held.items()}
-            example = np.repeat(np.arange(done), ends[:done] - firsts[:done])
+        batches = self.run.infer(candidates, ds, description, "window")
+        for ready, bounds in windows.complete_groups(batches):
+            example = np.repeat(np.arange(len(bounds)), [end - first for first, end in bounds])
             merged = merge({k: ready[k] for k in spans.FIELDS}, ready["null_score"], example,
-                           tf.constant(done, tf.int64), s.n_best_size)
+                           tf.constant(len(bounds), tf.int64), s.n_best_size)
             merged = {k: v.numpy() for k, v in merged.items()}
-            for row, first in enumerate(firsts[:done]):
+            for row, (first, _) in enumerate(bounds):
                 item = questions.pending.pop(int(ready["index"][first]))
                 yield (item, spans.nbest_entries(item.context, merged, row),
                        float(merged["null_score"][row]))
@@ -174,27 +175,54 @@ class Squad(runner.Task):
         if questions.pending:  # a bug, not bad data
             raise RuntimeError(f"{len(questions.pending)} questions got no answer")
 
+    def decide(self, entries, null_score):
+        """(answer, null score - best span score) of a question: with SQuAD 2.0, "" when the
+        difference is above the threshold (or there is no valid span)."""
+        best = entries[0]
+        score = best["start_logit"] + best["end_logit"] if "start_logit" in best else -np.inf
+        difference = null_score - score
+        if self.settings.version_2_with_negative and \
+                difference > self.settings.null_score_diff_threshold:
+            return "", difference
+        return best["text"], difference
+
     def evaluate(self, core):
-        """The official SQuAD v1.1 exact match and F1 of the eval split."""
+        """The official SQuAD v1.1 exact match and F1 of the eval split, or the official
+        v2.0 evaluation with `version_2_with_negative`."""
         source = self.eval_source or _as_source(self.read_split("eval"))
-        evaluation = squad_eval.Evaluation()
-        for example, entries, _ in self.answers(core, source, "eval"):
-            evaluation.add(example, entries[0]["text"])
-        return evaluation.results()
+        version_2 = self.settings.version_2_with_negative
+        evaluation = squad_eval.EvaluationV2() if version_2 else squad_eval.Evaluation()
+        for example, entries, null_score in self.answers(core, source, "eval"):
+            answer, difference = self.decide(entries, null_score)
+            if version_2:
+                evaluation.add(example, answer, difference, entries[0]["text"])
+            else:
+                evaluation.add(example, answer)
+        results = evaluation.results()
+        if version_2:
+            results["null_score_diff_threshold"] = self.settings.null_score_diff_threshold
+        return results
 
     def default_output_file(self):
         return os.path.join(self.settings.model_dir, "predictions.json")
 
     def predict(self, core, path):
-        """predictions.json (id -> answer) and nbest_predictions.json beside it, written as
-        answers come; returns the number of questions."""
-        writers = [JsonObjectWriter(path), JsonObjectWriter(
-            os.path.join(os.path.dirname(os.path.abspath(path)), "nbest_predictions.json"))]
+        """predictions.json (id -> answer) and nbest_predictions.json beside it (SQuAD 2.0:
+        also null_odds.json, id -> null score - best span score), written as answers come;
+        returns the number of questions."""
+        folder = os.path.dirname(os.path.abspath(path))
+        names = ["nbest_predictions.json"] + (
+            ["null_odds.json"] if self.settings.version_2_with_negative else [])
+        writers = [JsonObjectWriter(path)] + [JsonObjectWriter(os.path.join(folder, name))
+                                              for name in names]
         try:
-            for example, entries, _ in self.answers(
+            for example, entries, null_score in self.answers(
                     core, _as_source(self.read_split("predict")), "predict"):
-                writers[0].add(example.id, entries[0]["text"])
+                answer, difference = self.decide(entries, null_score)
+                writers[0].add(example.id, answer)
                 writers[1].add(example.id, entries)
+                if len(writers) > 2:
+                    writers[2].add(example.id, difference if np.isfinite(difference) else None)
         except BaseException:
             for writer in writers:
                 writer.abort()
@@ -202,8 +230,11 @@ class Squad(runner.Task):
         return [writer.close() for writer in writers][0]
 
     def serving(self, core):
-        return export.SpanServing(core, self.windower, self.settings.n_best_size,
-                                  self.settings.max_answer_length)
+        s = self.settings
+        return export.SpanServing(
+            core, self.windower, s.n_best_size, s.max_answer_length,
+            null_score_diff_threshold=s.null_score_diff_threshold if s.version_2_with_negative
+            else None)
 
 
 def run(mode, settings: Settings, read_split):

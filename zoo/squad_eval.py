@@ -7,6 +7,7 @@ without a prediction counts 0). `Evaluation` adds questions one at a time, so pr
 be scored as they stream.
 """
 import collections
+import math
 import re
 import string
 
@@ -64,3 +65,88 @@ def evaluate(examples, predictions):
     for example in examples:
         evaluation.add(example, predictions.get(example.id))
     return evaluation.results()
+
+
+def _tokens_v2(text):
+    return normalize_answer(text).split() if text else []
+
+
+def exact_v2(gold, prediction):
+    """The official v2.0 exact match: normalised strings equal ("" only matches "")."""
+    return float(normalize_answer(gold) == normalize_answer(prediction))
+
+
+def f1_v2(gold, prediction):
+    """The official v2.0 F1: as v1.1, except that an empty gold or prediction scores 1 only
+    when both are empty."""
+    gold_tokens, predicted = _tokens_v2(gold), _tokens_v2(prediction)
+    if not gold_tokens or not predicted:
+        return float(gold_tokens == predicted)
+    common = collections.Counter(gold_tokens) & collections.Counter(predicted)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(predicted), same / len(gold_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def _best_threshold(scores, na_probs, has_answer, answered):
+    """The official `find_best_thresh`: start from every question answered "no answer", then
+    answer them in order of rising no-answer probability; the best total and its threshold."""
+    current = best = float(sum(1 for h in has_answer if not h))
+    threshold = 0.0
+    for i in sorted(range(len(scores)), key=lambda i: na_probs[i]):
+        if has_answer[i]:
+            current += scores[i]
+        elif answered[i]:
+            current -= 1
+        if current > best:
+            best, threshold = current, na_probs[i]
+    finite = threshold if math.isfinite(threshold) else None  # JSON has no infinity
+    return 100.0 * best / len(scores) if scores else 0.0, finite
+
+
+class EvaluationV2:
+    """The official SQuAD v2.0 evaluation (`evaluate-v2.0.py`), question by question.
+
+    `add(example, prediction, na_prob, best_answer)`: the submitted `prediction` ("" for no
+    answer), the no-answer score difference `na_prob` (null score - best span score) and the
+    best non-null answer. `results()`: exact and F1 overall, on answerable (HasAns) and on
+    unanswerable (NoAns) questions, and `best_exact` / `best_f1` with their thresholds: the
+    official threshold search over each question's best non-null answer (the threshold on
+    `na_prob` that would have scored best on this set).
+    """
+
+    def __init__(self):
+        self.has_answer, self.exact, self.f1 = [], [], []
+        self.na_probs, self.best_exact, self.best_f1, self.answered = [], [], [], []
+
+    def add(self, example, prediction, na_prob, best_answer):
+        golds = [text for text, _ in example.answers if normalize_answer(text)] or [""]
+        self.has_answer.append(golds != [""])
+        self.exact.append(max(exact_v2(g, prediction) for g in golds))
+        self.f1.append(max(f1_v2(g, prediction) for g in golds))
+        self.na_probs.append(na_prob)
+        self.best_exact.append(max(exact_v2(g, best_answer) for g in golds))
+        self.best_f1.append(max(f1_v2(g, best_answer) for g in golds))
+        self.answered.append(bool(best_answer))
+
+    def results(self):
+        def mean(values, keep=None):
+            chosen = [v for i, v in enumerate(values) if keep is None or keep(i)]
+            return 100.0 * sum(chosen) / len(chosen) if chosen else 0.0
+
+        has = lambda i: self.has_answer[i]  # noqa: E731
+        has_not = lambda i: not self.has_answer[i]  # noqa: E731
+        total = len(self.exact)
+        best_exact, exact_threshold = _best_threshold(self.best_exact, self.na_probs,
+                                                      self.has_answer, self.answered)
+        best_f1, f1_threshold = _best_threshold(self.best_f1, self.na_probs, self.has_answer,
+                                                self.answered)
+        return dict(exact=mean(self.exact), f1=mean(self.f1), total=total,
+                    HasAns_exact=mean(self.exact, has), HasAns_f1=mean(self.f1, has),
+                    HasAns_total=sum(self.has_answer),
+                    NoAns_exact=mean(self.exact, has_not), NoAns_f1=mean(self.f1, has_not),
+                    NoAns_total=total - sum(self.has_answer),
+                    best_exact=best_exact, best_exact_thresh=exact_threshold,
+                    best_f1=best_f1, best_f1_thresh=f1_threshold)

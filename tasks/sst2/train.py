@@ -12,7 +12,7 @@ from tasks import common
 from zoo import classification
 from zoo.data.text_files import Columns
 
-common.define_flags(classification.Settings, classification.Classification.MODES)
+common.define_flags(classification.Classification.MODES, classification.Settings)
 common.define_file_flags()
 flags.adopt_module_key_flags(common)
 

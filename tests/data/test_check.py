@@ -6,7 +6,7 @@ import pytest
 from zoo import models
 from zoo.data.check import check_split, summary_lines
 from zoo.data.pipeline import classification_dataset
-from zoo.data.labels import LabelVocab
+from zoo.data.labels import LabelVocab, OpenLabels
 from zoo.data.sources import FileSource
 from zoo.data.text_files import Columns, DataError
 
@@ -74,7 +74,7 @@ def test_error_policy_stops_at_the_first_bad_row_with_file_and_line(tmp_path, pa
 def test_skip_policy_writes_every_rejected_row_with_its_reason(tmp_path, packer):
     source = _shards(tmp_path, BAD)
     rejected = tmp_path / "rejected.jsonl"
-    result = check_split("train", source, packer, known_labels={"0", "1"}, bad_rows="skip",
+    result = check_split("train", source, packer, labels=OpenLabels({"0", "1"}), bad_rows="skip",
                          rejected_path=str(rejected))
     report = result.report
     assert (report["rows"], report["bad_rows"], result.kept) == (5, 3, 2)
@@ -92,4 +92,4 @@ def test_skip_policy_writes_every_rejected_row_with_its_reason(tmp_path, packer)
 def test_unknown_label_is_an_error_by_default(tmp_path, packer):
     source = _shards(tmp_path, [("fine", "1"), ("nice", "maybe")])
     with pytest.raises(DataError, match=r"part-0.csv:3: unknown label 'maybe'"):
-        check_split("eval", source, packer, known_labels={"0", "1"})
+        check_split("eval", source, packer, labels=OpenLabels({"0", "1"}))

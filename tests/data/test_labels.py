@@ -57,3 +57,51 @@ def test_a_raw_label_always_means_its_raw_value():
     swapped = LabelVocab.from_examples(_examples("0", "1"), parse_label_map("0:1,1:0"))
     assert swapped.names == ["1", "0"]
     assert [swapped.id(Example("t", label=label)) for label in ("0", "1")] == [0, 1]
+
+
+def test_multi_label_lists_keys_problems_and_multi_hot_targets(tmp_path):
+    from zoo.data.labels import MultiLabelVocab, OpenLabels  # pylint: disable=import-outside-toplevel
+    opened = OpenLabels(separator=",")
+    assert opened.keys("0,15") == ["0", "15"] and opened.problem("0,15") is None
+    assert "empty label" in opened.problem("0,,2")
+    vocab = MultiLabelVocab.from_labels({"0", "15", "2"}, {"0": "joy", "2": "anger", "15": "fear"})
+    assert vocab.raw_labels == ["0", "2", "15"] and vocab.names == ["joy", "anger", "fear"]
+    assert vocab.encode("15,0").tolist() == [1.0, 0.0, 1.0]
+    assert vocab.encode("anger").tolist() == [0.0, 1.0, 0.0]  # a name works where unambiguous
+    assert vocab.problem("0,7") == ("unknown label '7' (known: ['0', '2', '15', 'anger', "
+                                    "'fear', 'joy'])")
+    vocab.save(str(tmp_path))
+    again = LabelVocab.load(str(tmp_path))
+    assert isinstance(again, MultiLabelVocab) and again.separator == ","
+    assert again.outputs() == vocab.outputs() and again.names == vocab.names
+
+
+def test_scores_in_a_range(tmp_path):
+    from zoo.data.labels import ScoreLabels  # pylint: disable=import-outside-toplevel
+    scores = ScoreLabels.from_range("0,5")
+    assert scores.problem("3.8") is None and scores.encode("1.53333") == pytest.approx(1.53333)
+    assert scores.problem("5.5") == "score 5.5 is outside the range [0, 5]"
+    assert scores.problem("high") == "score 'high' is not a number"
+    assert scores.problem("nan") == "score 'nan' is not a finite number"
+    assert ScoreLabels.from_range("").problem("-40") is None and scores.keys("2") == []
+    with pytest.raises(ValueError, match="LOW must be below HIGH"):
+        ScoreLabels.from_range("5,0")
+    scores.save(str(tmp_path))
+    again = LabelVocab.load(str(tmp_path))
+    assert (again.low, again.high) == (0.0, 5.0) and again.outputs() == scores.outputs()
+
+
+def test_labels_json_without_a_kind_is_a_single_label_vocabulary(tmp_path):
+    (tmp_path / "labels.json").write_text('{"raw_labels": ["0", "1"], "label_map": {}, '
+                                          '"names": ["0", "1"]}')
+    vocab = LabelVocab.load(str(tmp_path))
+    assert type(vocab) is LabelVocab and vocab.raw_labels == ["0", "1"]
+
+
+def test_label_names_file(tmp_path):
+    from zoo.data.labels import label_names_file  # pylint: disable=import-outside-toplevel
+    (tmp_path / "emotions.txt").write_text("admiration\namusement\nanger")  # no final newline
+    assert label_names_file(str(tmp_path / "emotions.txt")) == {
+        "0": "admiration", "1": "amusement", "2": "anger"}
+    with pytest.raises(ValueError, match="cannot read the label names"):
+        label_names_file(str(tmp_path / "missing.txt"))

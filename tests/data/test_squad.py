@@ -106,3 +106,69 @@ def test_a_list_of_questions_is_a_source():
     examples = [squad.SquadExample("q", "?", "ctx", [])]
     source = squad.SquadList(examples)
     assert list(source.questions()) == examples and len(source.articles) == 1
+
+
+def _v2_file(tmp_path, qas, name="v2.json"):
+    context = "Paris is the capital of France. The Seine flows through it."
+    data = {"version": "v2.0", "data": [{"title": "t", "paragraphs": [
+        {"context": context, "qas": qas}]}]}
+    path = tmp_path / name
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return str(path)
+
+
+UNANSWERABLE = {"id": "u", "question": "What is the capital of Spain?", "answers": [],
+                "is_impossible": True}
+ANSWERABLE = {"id": "a", "question": "What is the capital of France?", "is_impossible": False,
+              "answers": [{"text": "Paris", "answer_start": 0}]}
+
+
+def test_squad_2_questions_may_be_unanswerable(tmp_path):
+    examples = squad.read_squad(_v2_file(tmp_path, [ANSWERABLE, UNANSWERABLE]), version_2=True)
+    assert [(e.id, e.is_impossible, e.answers) for e in examples] == [
+        ("a", False, [("Paris", 0)]), ("u", True, [])]
+
+
+def test_an_unanswerable_question_in_v1_data_and_one_with_answers_are_errors(tmp_path):
+    with pytest.raises(DataError, match=r"qas\[1\] \(id u\): an unanswerable question "
+                                        r"\(is_impossible\) in SQuAD v1.1 data; for SQuAD 2.0 "
+                                        "pass --version_2_with_negative"):
+        squad.read_squad(_v2_file(tmp_path, [ANSWERABLE, UNANSWERABLE]))
+    bad = dict(ANSWERABLE, id="b", is_impossible=True)
+    with pytest.raises(DataError, match=r"v2.json: data\[0\].paragraphs\[0\].qas\[0\] \(id b\): "
+                                        r"marked is_impossible but has 1 answer\(s\)"):
+        squad.read_squad(_v2_file(tmp_path, [bad]), version_2=True)
+
+
+def _two_paragraph_articles(tmp_path, articles=3, questions=4):
+    data = []
+    for a in range(articles):
+        cities = [f"Town{a}x{p}" for p in range(2)]
+        paragraphs = []
+        for p, city in enumerate(cities):
+            context = f"Paragraph {p} of article {a}: the mayor lives in {city}."
+            paragraphs.append({"context": context, "qas": [
+                {"id": f"a{a}p{p}q{q}", "question": f"Where does mayor {q} live?",
+                 "answers": [{"text": city, "answer_start": context.index(city)}]}
+                for q in range(questions)]})
+        data.append({"title": f"a{a}", "paragraphs": paragraphs})
+    path = tmp_path / "train.json"
+    path.write_text(json.dumps({"version": "1.1", "data": data}))
+    return str(path)
+
+
+def test_unanswerable_copies_pair_a_question_with_a_paragraph_without_its_answer(tmp_path):
+    source = squad.WithUnanswerable(squad.SquadFile(_two_paragraph_articles(tmp_path)), 0.5, 7)
+    examples = list(source.questions())
+    originals = {e.id: e for e in examples if not e.is_impossible}
+    copies = [e for e in examples if e.is_impossible]
+    assert len(originals) == 24 and 4 <= len(copies) <= 20  # about half, seeded
+    for copy in copies:
+        original = originals[copy.id[:-len("_unanswerable")]]
+        assert copy.question == original.question and copy.answers == []
+        assert copy.context != original.context and copy.article == original.article
+        assert all(text not in copy.context for text, _ in original.answers)
+    # the same copies whatever order the articles are read in (training reads them shuffled)
+    again = [e.id for e in source.questions(order=[2, 0, 1]) if e.is_impossible]
+    assert sorted(again) == sorted(c.id for c in copies)
+    assert source.fingerprint()["unanswerable_fraction"] == 0.5

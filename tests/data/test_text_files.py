@@ -81,3 +81,22 @@ def test_invalid_utf8_names_the_line(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(DataError, match="no such file"):
         read_examples(str(tmp_path / "none.csv"), "text")
+
+
+def test_a_headerless_tsv_with_csv_quoting_takes_column_positions(tmp_path):
+    """GoEmotions' layout: no header; text, comma-separated label ids, id; a text with quotes
+    is written CSV-style inside the TSV."""
+    from zoo.data.text_files import Columns, iter_file  # pylint: disable=import-outside-toplevel
+    path = tmp_path / "train.tsv"
+    path.write_text('My favourite food.\t27\teebbqej\n'
+                    '"Three words. ""Dude. Stop."" "\t2,3\teczjljm\n'
+                    'Only two\tcolumns\n')
+    items = list(iter_file(str(path), Columns(text="0", label="1", id="2", header=False,
+                                              quoting="csv")))
+    assert [(e.text_a, e.label, e.id) for e in items[:2]] == [
+        ("My favourite food.", "27", "eebbqej"), ('Three words. "Dude. Stop." ', "2,3", "eczjljm")]
+    assert items[0].source.endswith("train.tsv:1")  # no header: data starts on line 1
+    assert (items[2].source.endswith("train.tsv:3")
+            and items[2].reason == "2 columns, the first row has 3")
+    literal = list(iter_file(str(path), Columns(text="0", label="1", id="2", header=False)))
+    assert literal[1].text_a.startswith('"Three words. ""Dude.')  # TSV default: quotes are text

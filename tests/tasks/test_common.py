@@ -13,7 +13,7 @@ from zoo.stages import StageError
 @pytest.fixture
 def flags(tmp_path):
     if "model_dir" not in common.FLAGS:  # a task's train.py defines them as it is imported
-        common.define_flags(RunSettings, MODES)
+        common.define_flags(MODES, RunSettings)
     common.FLAGS(["test", f"--model_dir={tmp_path}"])
     yield common.FLAGS
     common.FLAGS.unparse_flags()

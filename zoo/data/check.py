@@ -13,15 +13,17 @@ import array
 import collections
 import dataclasses
 import hashlib
+import os
 from typing import Dict, Set
 
 import numpy as np
 import tensorflow as tf
 
 from zoo import progress as progress_bar
-from zoo.data.sources import RejectedRows, with_known_labels
+from zoo.data.sources import MissingSplit, RejectedRows, with_valid_labels
 from zoo.data.text_files import BadRow, DataError
 from zoo.errors import UsageError
+from zoo.files import save_json
 
 BAD_ROW_POLICIES = ("error", "skip")
 PERCENTILES = (50, 90, 95, 99)
@@ -80,7 +82,7 @@ class _Lengths:
         self.pending = []
 
 
-def check_split(split, source, packer=None, max_seq_length=128, known_labels=None,
+def check_split(split, source, packer=None, max_seq_length=128, labels=None,
                 bad_rows="error", dedupe=False, rejected_path=None, batch_size=1024,
                 progress=True):
     """Checks every row of `source`; returns a `SplitCheck`.
@@ -89,7 +91,8 @@ def check_split(split, source, packer=None, max_seq_length=128, known_labels=Non
         split: "train", "eval" or "predict" (named in the report).
         source: a `FileSource` or `ListSource`.
         packer: a `TextPacker`, for token lengths (None: no length statistics).
-        known_labels: labels a row may carry (None: any); others are bad rows.
+        labels: what a row's label may be (`zoo.data.labels`: `problem`, `keys`); rows it
+            finds a problem with are bad rows. None: any label, counted as it is.
         bad_rows: "error" (the first bad row raises `DataError`) or "skip".
         dedupe: mark repeats of an earlier text to be dropped.
         rejected_path: where rejected rows go (JSON lines) when skipping.
@@ -98,7 +101,7 @@ def check_split(split, source, packer=None, max_seq_length=128, known_labels=Non
         raise UsageError(f"bad_rows must be one of {BAD_ROW_POLICIES}, not {bad_rows!r}")
     rejected = RejectedRows(rejected_path) if bad_rows == "skip" and rejected_path else None
     reasons = collections.Counter()
-    labels = collections.Counter()
+    label_counts = collections.Counter()
     shard_reports, shard_starts = [], []
     hashes = array.array("q")
     lengths = _Lengths(packer, source.pair, batch_size)
@@ -110,8 +113,8 @@ def check_split(split, source, packer=None, max_seq_length=128, known_labels=Non
             shard_labels = collections.Counter()
             shard_rows = shard_bad = 0
             items = source.read(index)
-            if known_labels is not None:
-                items = with_known_labels(items, known_labels)
+            if labels is not None:
+                items = with_valid_labels(items, labels)
             for item in items:
                 shard_rows += 1
                 if isinstance(item, BadRow):
@@ -123,12 +126,13 @@ def check_split(split, source, packer=None, max_seq_length=128, known_labels=Non
                         rejected.add(item)
                     continue
                 if item.label is not None:
-                    shard_labels[item.label] += 1
+                    shard_labels.update(labels.keys(item.label) if labels is not None
+                                        else [item.label])
                 hashes.append(_text_key(item))
                 lengths.add(item)
             bar.update(shard_rows)
             rows += shard_rows
-            labels.update(shard_labels)
+            label_counts.update(shard_labels)
             shard_reports.append(dict(file=shard, rows=shard_rows, bad_rows=shard_bad,
                                       labels=dict(sorted(shard_labels.items()))))
         lengths.flush()
@@ -152,7 +156,7 @@ def check_split(split, source, packer=None, max_seq_length=128, known_labels=Non
     kept = good - (duplicates if dedupe else 0)
 
     warnings = []
-    overall = len(labels)
+    overall = len(label_counts)
     for shard in shard_reports:
         shard["single_label"] = overall > 1 and len(shard["labels"]) == 1
         if shard["single_label"]:
@@ -173,7 +177,7 @@ def check_split(split, source, packer=None, max_seq_length=128, known_labels=Non
                   unknown_labels=sum(n for r, n in reasons.items()
                                      if r.startswith("unknown label")),
                   duplicate_texts=duplicates, duplicates_dropped=duplicates if dedupe else 0,
-                  rows_used=kept, labels=dict(sorted(labels.items())), shards=shard_reports,
+                  rows_used=kept, labels=dict(sorted(label_counts.items())), shards=shard_reports,
                   single_label_shards=[s["file"] for s in shard_reports if s["single_label"]])
     if lengths.count is not None:
         histogram = lengths.histogram
@@ -188,7 +192,7 @@ def check_split(split, source, packer=None, max_seq_length=128, known_labels=Non
     report["warnings"] = warnings
     if not good:
         raise DataError(f"{source!r}: no usable rows in the {split} data")
-    return SplitCheck(report=report, kept=kept, label_counts=labels, drop=dict(drop))
+    return SplitCheck(report=report, kept=kept, label_counts=label_counts, drop=dict(drop))
 
 
 def summary_lines(report):
@@ -207,3 +211,43 @@ def summary_lines(report):
                      f"{lengths['max_seq_length']}")
     lines += [f"  warning: {w}" for w in report["warnings"]]
     return lines
+
+
+def check_splits(sources, packer, model_dir, max_seq_length, open_labels, vocabulary,
+                 labels=None, bad_rows="error", dedupe=False, chief=True):
+    """Data checks of {split: source} (train first): reports printed and saved in the model
+    dir as data_check_<split>.json, rejected rows in rejected_rows_<split>.jsonl.
+
+    A split is checked against `labels` if given; the train split, when there are no labels
+    yet, against `open_labels` (what a label may be before the vocabulary is known), and
+    `vocabulary(label counts)` of it is what the later splits are checked against. Returns
+    ({split: SplitCheck}, that vocabulary or `labels`).
+    """
+    results = {}
+    for split, source in sources.items():
+        rejected = os.path.join(model_dir, f"rejected_rows_{split}.jsonl")
+        result = check_split(split, source, packer, max_seq_length,
+                             labels=labels if labels is not None else open_labels,
+                             bad_rows=bad_rows, dedupe=dedupe and split == "train",
+                             rejected_path=rejected if chief else None, progress=chief)
+        results[split] = result
+        if split == "train" and labels is None:
+            labels = vocabulary(result.label_counts)
+        if chief:
+            save_json(os.path.join(model_dir, f"data_check_{split}.json"), result.report)
+            print("\n".join(summary_lines(result.report)))
+    return results, labels
+
+
+def given_splits(read_split):
+    """{split: source} of the splits that were given (`--mode=check_data`)."""
+    sources = {}
+    for split in ("train", "eval", "predict"):
+        try:
+            sources[split] = read_split(split)
+        except MissingSplit:
+            continue
+    if not sources:
+        raise UsageError("--mode=check_data needs data: --train_file, --eval_file, "
+                         "--predict_file or --data_dir")
+    return sources

@@ -1,11 +1,25 @@
-"""Label vocabularies: names learned from the training data, optionally renamed by a label map.
+"""What a row's label column means: one class, several classes, or a score.
 
-Raw labels are the strings found in the label column (`-1`, `0`, `1`, `card_arrival`, ...). A
-label map renames them (`-1:negative,0:neutral,1:positive`). The vocabulary is saved as
-`labels.json` in the model dir, so evaluation, prediction and export use the same ids and names.
+Raw labels are the strings found in the label column (`-1`, `card_arrival`, `0,15`, `3.8`, ...).
+Every kind of label answers the same questions, so the data check, the tf.data pipeline and the
+model dir treat them alike:
+- `problem(raw)`: why a row's label is unusable (None if it is fine): the row becomes a bad row;
+- `keys(raw)`: what the data check counts (the class, each class of a list, nothing for scores);
+- `encode(raw)`: the training target (`spec` says its dtype and shape).
+
+`LabelVocab` (one class per row) and `MultiLabelVocab` (a `separator`-separated list of classes
+per row) are learned from the training data and renamed by a label map
+(`-1:negative,0:neutral,1:positive`); `ScoreLabels` is a number per row, within an optional
+range. Before the vocabulary is known, `OpenLabels` checks the training rows. The kind of label
+and its vocabulary are saved as `labels.json` in the model dir, so evaluation, prediction and
+export use the same ids and names.
 """
 import json
+import math
 import os
+
+import numpy as np
+import tensorflow as tf
 
 from zoo.data.text_files import DataError
 from zoo.errors import UsageError
@@ -27,6 +41,19 @@ def parse_label_map(text):
     return mapping
 
 
+def label_names_file(path):
+    """A file of label names, one per line: line i names raw label "i" (GoEmotions'
+    `emotions.txt`) -> a label map {"0": name, ...}."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            names = [line.strip() for line in f if line.strip()]
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read the label names ({e.strerror})") from None
+    if len(set(names)) != len(names):
+        raise UsageError(f"{path}: two lines give the same label name")
+    return {str(i): name for i, name in enumerate(names)}
+
+
 def _sort_key(label):
     try:
         return (0, float(label), label)
@@ -34,13 +61,42 @@ def _sort_key(label):
         return (1, 0.0, label)
 
 
+def _split(raw, separator):
+    return [part.strip() for part in raw.split(separator)] if separator else [raw]
+
+
+class OpenLabels:
+    """The training rows' labels before there is a vocabulary: any class (or only the label
+    map's, if one is given); with a `separator`, each row holds a list of them."""
+
+    def __init__(self, known=None, separator=None):
+        self.known_labels = set(known) if known else None
+        self.separator = separator
+
+    def keys(self, raw):
+        return _split(raw, self.separator)
+
+    def problem(self, raw):
+        items = self.keys(raw)
+        if any(not item for item in items):
+            return f"empty label in the list {raw!r}"
+        unknown = [i for i in items if self.known_labels is not None
+                   and i not in self.known_labels]
+        if unknown:
+            return (f"unknown label {', '.join(map(repr, unknown))} "
+                    f"(known: {sorted(self.known_labels, key=_sort_key)})")
+        return None
+
+
 class LabelVocab:
-    """Raw labels <-> ids <-> names.
+    """One class per row: raw labels <-> ids <-> names.
 
     Args:
         raw_labels: the raw label strings, in id order.
         label_map: optional {raw: name}; labels it does not mention keep their raw text as name.
     """
+
+    KIND = "classification"
 
     def __init__(self, raw_labels, label_map=None):
         self.raw_labels = list(raw_labels)
@@ -50,6 +106,7 @@ class LabelVocab:
         # value: with `1:0,2:1`, "1" is raw 1 (named "0"), never the name "1" (raw 2).
         self._ids = {name: i for i, name in enumerate(self.names)}
         self._ids.update({raw: i for i, raw in enumerate(self.raw_labels)})
+        self.spec = tf.TensorSpec([], tf.int32)
 
     @classmethod
     def from_examples(cls, examples, label_map=None):
@@ -64,14 +121,14 @@ class LabelVocab:
         return cls.from_labels(found, label_map)
 
     @classmethod
-    def from_labels(cls, found, label_map=None):
+    def from_labels(cls, found, label_map=None, **kwargs):
         """The vocabulary of the labels `found` in the training data (after a data check has
         rejected labels outside the map): the map's labels, else `found` sorted."""
         label_map = dict(label_map or {})
         raw = sorted(label_map, key=_sort_key) if label_map else sorted(found, key=_sort_key)
         if len(raw) < 2:
             raise DataError(f"training data has {len(raw)} distinct label(s) {raw}; need at least 2")
-        return cls(raw, label_map)
+        return cls(raw, label_map, **kwargs)
 
     def known(self):
         """Every string a row may use for a label: raw labels and mapped names."""
@@ -79,6 +136,17 @@ class LabelVocab:
 
     def __len__(self):
         return len(self.raw_labels)
+
+    def keys(self, raw):
+        return [raw]
+
+    def problem(self, raw):
+        if raw in self._ids:
+            return None
+        return f"unknown label {raw!r} (known: {sorted(self.known(), key=_sort_key)})"
+
+    def encode(self, raw):
+        return self._ids[raw]
 
     def id(self, example):
         """The id of an example's label; a DataError naming its row if the label is unknown."""
@@ -88,17 +156,117 @@ class LabelVocab:
             raise DataError(f"{example.source}: unknown label {example.label!r} "
                             f"(known: {self.raw_labels})") from None
 
+    def outputs(self):
+        """What the head predicts, for MODEL_DIR/run.json."""
+        return self.raw_labels
+
+    def config(self):
+        return dict(raw_labels=self.raw_labels, label_map=self.label_map, names=self.names)
+
     def save(self, model_dir):
         # Atomic: under multi-worker training other workers may read it while the chief writes.
         os.makedirs(model_dir, exist_ok=True)
-        save_json(os.path.join(model_dir, LABELS_FILE), dict(
-            raw_labels=self.raw_labels, label_map=self.label_map, names=self.names))
+        save_json(os.path.join(model_dir, LABELS_FILE), dict(kind=self.KIND, **self.config()))
 
     @classmethod
     def load(cls, model_dir):
+        """The labels saved in `model_dir`, of whichever kind they are."""
         path = os.path.join(model_dir, LABELS_FILE)
         if not os.path.exists(path):
             raise FileNotFoundError(f"{path}: no label vocabulary; train a model in this dir first")
         with open(path, encoding="utf-8") as f:
             saved = json.load(f)
-        return cls(saved["raw_labels"], saved["label_map"])
+        kind = saved.pop("kind", LabelVocab.KIND)
+        saved.pop("names", None)
+        return KINDS[kind](**saved)
+
+
+class MultiLabelVocab(LabelVocab):
+    """Several classes per row, as a `separator`-separated list (`0,15`); targets are multi-hot
+    vectors over the vocabulary."""
+
+    KIND = "multi_label"
+
+    def __init__(self, raw_labels, label_map=None, separator=","):
+        super().__init__(raw_labels, label_map)
+        self.separator = separator
+        self.spec = tf.TensorSpec([len(self.raw_labels)], tf.float32)
+
+    def keys(self, raw):
+        return _split(raw, self.separator)
+
+    def problem(self, raw):
+        items = self.keys(raw)
+        if any(not item for item in items):
+            return f"empty label in the list {raw!r}"
+        unknown = [item for item in items if item not in self._ids]
+        if unknown:
+            return (f"unknown label {', '.join(map(repr, unknown))} "
+                    f"(known: {sorted(self.known(), key=_sort_key)})")
+        return None
+
+    def encode(self, raw):
+        hot = np.zeros(len(self.raw_labels), np.float32)
+        hot[[self._ids[item] for item in self.keys(raw)]] = 1.0
+        return hot
+
+    def config(self):
+        return dict(super().config(), separator=self.separator)
+
+
+class ScoreLabels:
+    """A number per row (regression), within [`low`, `high`] when those are given."""
+
+    KIND = "regression"
+
+    def __init__(self, low=None, high=None):
+        self.low, self.high = low, high
+        self.names = ["score"]
+        self.spec = tf.TensorSpec([], tf.float32)
+
+    @classmethod
+    def from_range(cls, text):
+        """`"0,5"` -> ScoreLabels(0.0, 5.0); "" -> no range."""
+        if not text:
+            return cls()
+        try:
+            low, high = (float(part) for part in text.split(","))
+        except ValueError:
+            raise UsageError(f"score range {text!r} is not LOW,HIGH (e.g. 0,5)") from None
+        if not low < high:
+            raise UsageError(f"score range {text!r}: LOW must be below HIGH")
+        return cls(low, high)
+
+    def __len__(self):
+        return 1
+
+    def keys(self, raw):
+        del raw
+        return []
+
+    def problem(self, raw):
+        try:
+            score = float(raw)
+        except ValueError:
+            return f"score {raw!r} is not a number"
+        if not math.isfinite(score):
+            return f"score {raw!r} is not a finite number"
+        if self.low is not None and not self.low <= score <= self.high:
+            return f"score {score:g} is outside the range [{self.low:g}, {self.high:g}]"
+        return None
+
+    def encode(self, raw):
+        return float(raw)
+
+    def outputs(self):
+        return dict(kind=self.KIND, range=[self.low, self.high])
+
+    def config(self):
+        return dict(low=self.low, high=self.high)
+
+    def save(self, model_dir):
+        os.makedirs(model_dir, exist_ok=True)
+        save_json(os.path.join(model_dir, LABELS_FILE), dict(kind=self.KIND, **self.config()))
+
+
+KINDS = {kind.KIND: kind for kind in (LabelVocab, MultiLabelVocab, ScoreLabels)}

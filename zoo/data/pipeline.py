@@ -9,7 +9,7 @@ the data.
 import numpy as np
 import tensorflow as tf
 
-from zoo.data.sources import with_known_labels
+from zoo.data.sources import with_valid_labels
 from zoo.data.text_files import BadRow
 
 DEFAULT_SHUFFLE_BUFFER = 100_000
@@ -23,7 +23,7 @@ def trim_to_longest(packed):
 
 
 def _rows(source, shard, labels, drop):
-    """The good rows of one shard as (text_a, text_b, label id) tuples.
+    """The good rows of one shard as (text_a, text_b, target) tuples (`labels.encode`).
 
     Bad rows are passed over: the data check that runs before training and evaluation has
     already stopped the run on them (`--bad_rows=error`) or written them out (`skip`).
@@ -31,7 +31,7 @@ def _rows(source, shard, labels, drop):
     skip = drop.get(shard, ())
     items = source.read(shard)
     if labels is not None:  # rows with labels outside the vocabulary are bad rows too
-        items = with_known_labels(items, labels.known())
+        items = with_valid_labels(items, labels)
     ordinal = 0
     for item in items:
         if isinstance(item, BadRow):
@@ -39,7 +39,7 @@ def _rows(source, shard, labels, drop):
         ordinal += 1
         if ordinal - 1 in skip:
             continue
-        label = labels.id(item) if labels is not None else -1
+        label = labels.encode(item.label) if labels is not None else -1
         yield item.text_a, item.text_b or "", label
 
 
@@ -57,7 +57,7 @@ def example_dataset(source, labels=None, shuffle_seed=None, shuffle_buffer=DEFAU
     if shuffle_seed is not None:
         shards = np.random.default_rng(shuffle_seed).permutation(shards)
     signature = (tf.TensorSpec([], tf.string), tf.TensorSpec([], tf.string),
-                 tf.TensorSpec([], tf.int32))
+                 labels.spec if labels is not None else tf.TensorSpec([], tf.int32))
 
     def shard_rows(shard):
         return tf.data.Dataset.from_generator(

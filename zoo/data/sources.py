@@ -14,7 +14,7 @@ import os
 
 import tensorflow as tf
 
-from zoo.data.text_files import BadRow, Columns, DataError, Example, example_from_row, iter_file
+from zoo.data.text_files import BadRow, Columns, DataError, example_from_row, iter_file
 from zoo.errors import UsageError
 from zoo.files import PartialFile
 
@@ -109,12 +109,15 @@ class ListSource:
         return f"ListSource({self.shards[0]!r}, {len(self.examples)} examples)"
 
 
-def with_known_labels(items, known):
-    """`items` with every `Example` whose label is not in `known` turned into a `BadRow`."""
+def with_valid_labels(items, labels):
+    """`items` with every row (an `Example`, a `zoo.data.conll.Sentence`) whose label `labels`
+    finds a problem with (an unknown class or tag, a score out of range: `zoo.data.labels`)
+    turned into a `BadRow` saying why."""
     for item in items:
-        if isinstance(item, Example) and item.label is not None and item.label not in known:
-            item = BadRow(item.source, f"unknown label {item.label!r} (known: {sorted(known)})",
-                          item.text_a, item.id)
+        if not isinstance(item, BadRow) and item.label is not None:  # an Example, a Sentence
+            reason = labels.problem(item.label)
+            if reason:
+                item = BadRow(item.source, reason, item.text_a, item.id)
         yield item
 
 

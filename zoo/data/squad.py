@@ -10,9 +10,12 @@ Every problem names the file and the place: `FILE:LINE: not valid JSON (...)`, o
 """
 import codecs
 import dataclasses
+import itertools
 import json
 import re
 from typing import List, Tuple
+
+import numpy as np
 
 from zoo import run_record
 from zoo.data.text_files import DataError
@@ -28,6 +31,8 @@ class SquadExample:
     context: str
     answers: List[Tuple[str, int]]  # (text, character start in context)
     source: str = ""
+    is_impossible: bool = False  # SQuAD 2.0: the context does not answer the question
+    article: int = 0  # index of its article in the file
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,7 +118,7 @@ class _Reader:
             return value, start
 
 
-def _examples(article, a, path, require_answers):
+def _examples(article, a, path, require_answers, version_2=False):
     """The checked `SquadExample`s of article number `a`."""
     if not isinstance(article, dict):
         raise DataError(f"{path}: data[{a}]: expected an article object")
@@ -134,9 +139,18 @@ def _examples(article, a, path, require_answers):
                     raise DataError(f"{place} (id {qa['id']}): answer {text!r} is not at "
                                     f"character {start} of the context")
                 answers.append((text, start))
-            if require_answers and not answers:
+            impossible = bool(qa.get("is_impossible", False))
+            if impossible and not version_2:
+                raise DataError(f"{place} (id {qa['id']}): an unanswerable question "
+                                "(is_impossible) in SQuAD v1.1 data; for SQuAD 2.0 pass "
+                                "--version_2_with_negative")
+            if impossible and answers:
+                raise DataError(f"{place} (id {qa['id']}): marked is_impossible but has "
+                                f"{len(answers)} answer(s)")
+            if require_answers and not impossible and not answers:
                 raise DataError(f"{place} (id {qa['id']}): no answers")
-            yield SquadExample(str(qa["id"]), qa["question"], context, answers, place)
+            yield SquadExample(str(qa["id"]), qa["question"], context, answers, place,
+                               impossible, a)
 
 
 class SquadFile:
@@ -144,17 +158,20 @@ class SquadFile:
 
     Args:
         path: the JSON file.
-        require_answers: whether a question without answers is an error (train and eval).
+        require_answers: whether a question without answers is an error (train and eval),
+            unless it is marked unanswerable (`is_impossible`, SQuAD 2.0).
         max_questions: use only the first N questions in file order (0: all).
+        version_2: SQuAD 2.0: questions may be unanswerable (`is_impossible`).
 
     `questions()` reads the file in order (and indexes its articles on the way);
     `questions(order)` reads the indexed articles in the given order of article numbers.
     """
 
-    def __init__(self, path, require_answers=True, max_questions=0):
+    def __init__(self, path, require_answers=True, max_questions=0, version_2=False):
         self.path = path
         self.require_answers = require_answers
         self.max_questions = max_questions
+        self.version_2 = version_2
         self.articles = None  # [Article], once the file has been read in order
 
     def questions(self, order=None):
@@ -169,7 +186,8 @@ class SquadFile:
                 article = self.articles[a]
                 f.seek(article.offset)
                 parsed = json.loads(f.read(article.length).decode("utf-8"))
-                examples = _examples(parsed, a, self.path, self.require_answers)
+                examples = _examples(parsed, a, self.path, self.require_answers,
+                                     self.version_2)
                 for _, example in zip(range(article.questions), examples):
                     yield example
 
@@ -201,7 +219,7 @@ class SquadFile:
                         offset = reader.bytes_at(start)
                         used = 0
                         for example in _examples(article, len(articles), self.path,
-                                                 self.require_answers):
+                                                 self.require_answers, self.version_2):
                             if self.max_questions and count >= self.max_questions:
                                 break
                             used += 1
@@ -246,6 +264,60 @@ class SquadList:
         return f"SquadList({self.name!r}, {len(self.examples)} questions)"
 
 
-def read_squad(path, require_answers=True):
+def read_squad(path, require_answers=True, version_2=False):
     """All questions of a SQuAD JSON file, as a list (small files; `SquadFile` streams)."""
-    return list(SquadFile(path, require_answers).questions())
+    return list(SquadFile(path, require_answers, version_2=version_2).questions())
+
+
+class WithUnanswerable:
+    """A source of answerable questions plus unanswerable ones made from them (SQuAD 2.0
+    training without SQuAD 2.0 training data).
+
+    For a `fraction` of the questions of each article (chosen with `seed` and the article's
+    number, so in any reading order the same), a copy marked unanswerable is paired with
+    another paragraph of the same article that contains none of its answers (the question
+    is about something else there). The copy's id is the question's id + "_unanswerable".
+    """
+
+    def __init__(self, source, fraction, seed=0):
+        self.source = source
+        self.fraction = fraction
+        self.seed = seed
+
+    @property
+    def articles(self):
+        return self.source.articles
+
+    def questions(self, order=None):
+        article, examples = None, []
+        for example in itertools.chain(self.source.questions(order), [None]):
+            if example is None or example.article != article:
+                yield from examples
+                yield from self._unanswerable(examples)
+                if example is None:
+                    return
+                article, examples = example.article, []
+            examples.append(example)
+
+    def _unanswerable(self, examples):
+        if not examples:
+            return
+        rng = np.random.default_rng([self.seed, examples[0].article])
+        contexts = list(dict.fromkeys(e.context for e in examples))
+        for example in examples:
+            if rng.random() >= self.fraction:
+                continue
+            others = [c for c in contexts if c != example.context
+                      and not any(text in c for text, _ in example.answers)]
+            if others:
+                yield SquadExample(f"{example.id}_unanswerable", example.question,
+                                   others[rng.integers(len(others))], [],
+                                   f"{example.source} (unanswerable copy)", True,
+                                   example.article)
+
+    def fingerprint(self):
+        return dict(self.source.fingerprint(), unanswerable_fraction=self.fraction,
+                    unanswerable_seed=self.seed)
+
+    def __repr__(self):
+        return f"WithUnanswerable({self.source!r}, {self.fraction})"

@@ -9,10 +9,9 @@ BERT; Hugging Face's `stride` is the overlap). Tokenization is the preprocessor'
 text, turned into character offsets here).
 
 Each window position inside the context carries its character span and whether this window is
-the token's *max-context* window: the one where the token has the most context on its shorter
-side (plus 0.01 x the window's length); of windows that tie, the first wins (Google BERT's
-`_check_is_max_context`). An answer may start only at a max-context token, so every start
-token is scored in exactly one window.
+the token's *max-context* window (`zoo.data.windows`: the most context on its shorter side;
+the first window wins a tie, as in Google's BERT). An answer may start only at a max-context
+token, so every start token is scored in exactly one window.
 
 Datasets (`training_windows`, `inference_windows`) stream questions from a `SquadFile` through
 this function in batches; nothing is built up front.
@@ -23,11 +22,11 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as text
 
+from zoo.data import windows
 from zoo.errors import UsageError
 
 QUESTIONS_PER_CALL = 32  # questions windowed by one call in the datasets
 WINDOW_SHUFFLE_BUFFER = 1024  # windows: mixes the windows of long contexts while training
-_BIG = np.iinfo(np.int64).max
 
 
 def no_room_message(seq_length, max_query_length):
@@ -40,24 +39,6 @@ def check_room(seq_length, max_query_length):
     """A `UsageError` when a window could hold no context token after the longest question."""
     if seq_length - max_query_length - 3 < 1:
         raise UsageError(no_room_message(seq_length, max_query_length))
-
-
-def _layout(question_lengths, context_lengths, seq_length, doc_stride):
-    """Per question: context tokens per window, the step between window starts, window count."""
-    max_tokens = tf.cast(seq_length, tf.int64) - question_lengths - 3
-    step = tf.minimum(tf.cast(doc_stride, tf.int64), max_tokens)
-    count = 1 + (tf.maximum(context_lengths - max_tokens, 0) + step - 1) // step
-    return max_tokens, step, count
-
-
-def _char_offsets(strings, byte_offsets):
-    """Byte offsets `[batch, (n)]` into each string (at character boundaries) -> character
-    offsets: the number of characters before each byte offset."""
-    _, char_starts = tf.strings.unicode_decode_with_offsets(strings, "UTF-8",
-                                                            errors="replace")
-    counted = tf.searchsorted(char_starts.to_tensor(default_value=_BIG),
-                              byte_offsets.to_tensor(), side="left", out_type=tf.int64)
-    return tf.RaggedTensor.from_tensor(counted, lengths=byte_offsets.row_lengths())
 
 
 class Windower:
@@ -87,10 +68,13 @@ class Windower:
 
     def counts(self, question, context):
         """Windows of each (question, context) `[batch]`, without making them."""
-        _, _, count = _layout(self._questions(question).row_lengths(),
-                              self.packer.tokens(context).row_lengths(), self.seq_length,
-                              self.doc_stride)
+        _, count = windows.layout(self._max_tokens(self._questions(question)),
+                                  self.packer.tokens(context).row_lengths(), self.doc_stride)
         return count
+
+    def _max_tokens(self, questions):
+        """Context tokens per window after [CLS] question [SEP] ... [SEP]."""
+        return tf.cast(self.seq_length, tf.int64) - questions.row_lengths() - 3
 
     def __call__(self, question, context, answer_start=None, answer_end=None, offsets=True):
         """Windows of a batch of questions and contexts (strings `[batch]`).
@@ -106,14 +90,9 @@ class Windower:
         seq = self.seq_length
         q = self._questions(question)
         ids, byte_starts, byte_limits = self.packer.tokens_with_offsets(context)
-        q_len, t_len = q.row_lengths(), ids.row_lengths()
-        max_tokens, step, count = _layout(q_len, t_len, seq, self.doc_stride)
-        example = tf.repeat(tf.range(tf.size(count, out_type=tf.int64)), count)
-        window = tf.ragged.range(count).flat_values
-        start = window * tf.gather(step, example)  # the window's first context token
-        length = tf.maximum(tf.minimum(tf.gather(t_len, example) - start,
-                                       tf.gather(max_tokens, example)), 0)
-        first = tf.gather(ids.row_starts(), example) + start  # ... as a flat token index
+        spans = windows.spans(self._max_tokens(q), ids.row_lengths(), ids.row_starts(),
+                              self.doc_stride)
+        example, first, length = spans["example"], spans["first"], spans["length"]
         token_index = tf.ragged.range(first, first + length)
         combined, types = text.combine_segments(
             [tf.gather(q, example), tf.gather(ids.flat_values, token_index)],
@@ -123,12 +102,12 @@ class Windower:
         result = dict(input_word_ids=tf.cast(word_ids, tf.int32),
                       input_mask=tf.cast(mask, tf.int32),
                       input_type_ids=tf.cast(type_ids, tf.int32),
-                      example=example, window=window, windows=tf.gather(count, example))
-        offset = tf.gather(q_len, example) + 2  # sequence position of the first context token
+                      example=example, window=spans["window"], windows=spans["windows"])
+        offset = tf.gather(q.row_lengths(), example) + 2  # position of the first context token
         need_chars = offsets or answer_start is not None
         if need_chars:
-            char_starts = _char_offsets(context, byte_starts).flat_values
-            char_limits = _char_offsets(context, byte_limits).flat_values
+            char_starts = self.packer.char_offsets(context, byte_starts).flat_values
+            char_limits = self.packer.char_offsets(context, byte_limits).flat_values
         if offsets:
             result.update(self._positions(first, length, offset, char_starts, char_limits))
         if answer_start is not None:
@@ -137,26 +116,14 @@ class Windower:
         return result
 
     def _positions(self, first, length, offset, char_starts, char_limits):
-        """Per window position: character span and max-context flag (Google's tie rule)."""
-        position = tf.range(self.seq_length, dtype=tf.int64)[tf.newaxis, :]
-        rel = position - offset[:, None]  # index of the context token within the window
-        inside = (rel >= 0) & (rel < length[:, None])
-        num_tokens = tf.size(char_starts, out_type=tf.int64)
-        token = tf.where(inside, first[:, None] + rel, num_tokens)  # outside: an extra id
+        """Per window position: character span and max-context flag (`zoo.data.windows`)."""
+        placed = windows.positions(first, length, offset, self.seq_length,
+                                   tf.size(char_starts, out_type=tf.int64))
         padded_starts = tf.concat([char_starts, [-1]], 0)
         padded_limits = tf.concat([char_limits, [-1]], 0)
-        # min(left, right context) + 0.01 x window length, times 100: exact in integers
-        score = 100 * tf.minimum(rel, length[:, None] - 1 - rel) + length[:, None]
-        score = tf.where(inside, score, -1)
-        best = tf.math.unsorted_segment_max(score, token, num_tokens + 1)
-        windows = tf.broadcast_to(tf.range(tf.size(first, out_type=tf.int64))[:, None],
-                                  tf.shape(token))
-        chosen = tf.math.unsorted_segment_min(
-            tf.where(inside & (score == tf.gather(best, token)), windows, _BIG), token,
-            num_tokens + 1)
-        return dict(char_start=tf.cast(tf.gather(padded_starts, token), tf.int32),
-                    char_end=tf.cast(tf.gather(padded_limits, token), tf.int32),
-                    max_context=inside & (tf.gather(chosen, token) == windows))
+        return dict(char_start=tf.cast(tf.gather(padded_starts, placed["token"]), tf.int32),
+                    char_end=tf.cast(tf.gather(padded_limits, placed["token"]), tf.int32),
+                    max_context=placed["max_context"])
 
     @staticmethod
     def _targets(ids, first, length, offset, char_starts, char_limits, example, answer_start,
@@ -167,7 +134,7 @@ class Windower:
         overlaps = (char_limits > answer_start) & (char_starts < answer_end) & (answer_start >= 0)
         flat = tf.range(tf.size(char_starts, out_type=tf.int64))
         rows = ids.nrows()
-        answer_first = tf.math.unsorted_segment_min(tf.where(overlaps, flat, _BIG),
+        answer_first = tf.math.unsorted_segment_min(tf.where(overlaps, flat, windows.BIG),
                                                     ids.value_rowids(), rows)
         answer_last = tf.math.unsorted_segment_max(tf.where(overlaps, flat, -1),
                                                    ids.value_rowids(), rows)

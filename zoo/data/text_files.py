@@ -77,9 +77,19 @@ def _lines(path, problems):
                                        raw.decode("utf-8", "replace").rstrip("\r\n")))
 
 
-def _delimited_rows(path, delimiter):
-    """Yields (line number, header, {column: value}) of a delimited file, or a `BadRow`."""
-    quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
+QUOTINGS = ("auto", "none", "csv")
+
+
+def _delimited_rows(path, delimiter, has_header=True, quoting="auto"):
+    """Yields (line number, header, {column: value}) of a delimited file, or a `BadRow`.
+
+    Without a header line (`has_header` False), the columns are named by their positions ("0", "1", ...), as many
+    as the first row has. `quoting`: "csv" (quotes as in CSV), "none" (quotes are text), or
+    "auto": none for tabs (GLUE's TSV), csv for other delimiters.
+    """
+    if quoting == "auto":
+        quoting = "none" if delimiter == "\t" else "csv"
+    quoting = csv.QUOTE_NONE if quoting == "none" else csv.QUOTE_MINIMAL
     problems = []
     line_numbers, raw_lines = [], []
 
@@ -90,15 +100,19 @@ def _delimited_rows(path, delimiter):
             yield line
 
     reader = csv.reader(text_lines(), delimiter=delimiter, quoting=quoting, strict=True)
-    try:
-        header = next(reader)
-    except StopIteration:
+    first = 1
+    reference = "header" if has_header else "first row"
+    header = None
+    if has_header:
+        try:
+            header = next(reader)
+        except StopIteration:
+            if problems:
+                raise DataError(f"{problems[0].source}: {problems[0].reason} (in the header)")
+            raise DataError(f"{path}: empty file (a header line is required)") from None
         if problems:
             raise DataError(f"{problems[0].source}: {problems[0].reason} (in the header)")
-        raise DataError(f"{path}: empty file (a header line is required)") from None
-    if problems:
-        raise DataError(f"{problems[0].source}: {problems[0].reason} (in the header)")
-    first = 2
+        first = 2
     while True:
         del raw_lines[:]
         try:
@@ -120,8 +134,11 @@ def _delimited_rows(path, delimiter):
         first = number + 1
         if not row:
             continue
+        if header is None:  # no header line: columns are named by position
+            header = [str(i) for i in range(len(row))]
         if len(row) != len(header):
-            yield BadRow(f"{path}:{number}", f"{len(row)} columns, the header has {len(header)}",
+            yield BadRow(f"{path}:{number}", f"{len(row)} columns, the {reference} has "
+                         f"{len(header)}",
                          "".join(raw_lines).rstrip("\r\n"))
             continue
         yield number, header, dict(zip(header, row))
@@ -160,6 +177,8 @@ class Columns:
     label: Optional[str] = None
     id: Optional[str] = None
     delimiter: Optional[str] = None
+    header: bool = True  # False: delimited files have no header; columns are positions "0", ...
+    quoting: str = "auto"  # delimited files: "auto", "none" or "csv" (see `_delimited_rows`)
 
 
 def example_from_row(row, columns, where, require_label=True):
@@ -192,7 +211,8 @@ def example_from_row(row, columns, where, require_label=True):
 def iter_file(path, columns, require_label=True):
     """Yields an `Example` or a `BadRow` for every row of a CSV/TSV/JSONL file, in file order."""
     fmt = file_format(path, columns.delimiter)
-    rows = _jsonl_rows(path) if fmt == "jsonl" else _delimited_rows(path, fmt)
+    rows = _jsonl_rows(path) if fmt == "jsonl" else _delimited_rows(path, fmt, columns.header,
+                                                                     columns.quoting)
     for item in rows:
         if isinstance(item, BadRow):
             yield item

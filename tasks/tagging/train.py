@@ -1,0 +1,35 @@
+r"""Fine-tune, evaluate, predict and export a token tagger (named entities) on CoNLL-style files.
+
+  python -m tasks.tagging.train --train_file=conll2003/iob2/train.txt \
+      --eval_file=conll2003/iob2/valid.txt --model_dir=runs/ner --export_dir=runs/ner/export/1
+  python -m tasks.tagging.train --mode=predict --model_dir=runs/ner \
+      --predict_file=conll2003/iob2/test.txt --output_file=runs/ner/test_tags.txt
+
+Files have one token per line with its tag in the last column (white-space separated), a blank
+line between sentences; `-DOCSTART-` lines are skipped; tags are BIO/IOB2 or IOB1. Evaluation
+gives entity precision, recall and F1 (overall and per type, as the CoNLL scorer counts them)
+and token accuracy. The export takes raw text and returns its entities with character offsets,
+type and score.
+"""
+from absl import app, flags
+
+from tasks import common
+from zoo import tagging
+from zoo.data.conll import ConllSource
+
+common.define_flags(tagging.Tagging.MODES, tagging.Settings)
+common.define_file_flags(glue_dir=False, formats="CoNLL file, glob or comma-separated list")
+flags.adopt_module_key_flags(common)
+
+
+def main(argv):
+    del argv
+
+    def read_split(split):
+        return ConllSource(common.split_file(split), require_tags=split != "predict")
+
+    common.run_task(tagging.run, common.settings_from_flags(tagging.Settings), read_split)
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,125 @@
+"""tasks.tagging.train as a user runs it: train_and_eval, predict (a tag per token, in order),
+the export's entities in a fresh process, bad input."""
+import json
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import run_module
+
+PEOPLE = ["John", "Mary", "Ahmed", "Olga"]
+PLACES = [["Paris"], ["Berlin"], ["New", "York"], ["U.S."]]
+FILLER = ["went", "to", "see", "the", "show", "in", "yesterday", "with", "friends"]
+SERVE = """
+import json, sys
+import tensorflow as tf
+import tensorflow_text  # noqa: F401
+fn = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
+out = fn(text=tf.constant(json.loads(sys.argv[2])))
+print(json.dumps({k: (v.numpy().tolist() if v.dtype != tf.string else
+                      [[x.decode() for x in row] for row in v.numpy()])
+                  for k, v in out.items()}))
+"""
+
+
+def _sentences(n, seed):
+    rng = random.Random(seed)
+    sentences = []
+    for _ in range(n):
+        tokens, tags = [], []
+        for _ in range(rng.randint(1, 3)):
+            if rng.random() < 0.5:
+                tokens.append(rng.choice(PEOPLE))
+                tags.append("B-PER")
+            else:
+                place = rng.choice(PLACES)
+                tokens += place
+                tags += ["B-LOC"] + ["I-LOC"] * (len(place) - 1)
+            filler = rng.sample(FILLER, rng.randint(1, 3))
+            tokens += filler
+            tags += ["O"] * len(filler)
+        sentences.append((tokens, tags))
+    return sentences
+
+
+def _write(path, sentences, tags=True):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("-DOCSTART- -X- O O\n\n")
+        for tokens, labels in sentences:
+            f.writelines(f"{t} NN O {l}\n" if tags else f"{t}\n" for t, l in zip(tokens, labels))
+            f.write("\n")
+    return str(path)
+
+
+def _tagging(model_dir, *extra):
+    return run_module("tasks.tagging.train", f"--model_dir={model_dir}", "--encoder_handle=tiny",
+                      "--max_seq_length=32", "--doc_stride=16", "--train_batch_size=16", *extra)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, tiny_hub):
+    root = tmp_path_factory.mktemp("ner")
+    dev = _sentences(30, 2)
+    files = dict(train=_write(root / "train.txt", _sentences(200, 1)),
+                 dev=_write(root / "dev.txt", dev), test=_write(root / "test.txt", dev, False))
+    model_dir = str(root / "model")
+    result = _tagging(model_dir, f"--train_file={files['train']}", f"--eval_file={files['dev']}",
+                      "--num_train_epochs=8", "--learning_rate=3e-3", "--warmup_proportion=0.05",
+                      f"--export_dir={model_dir}/export/1")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return dict(model_dir=model_dir, dev_sentences=dev, **files)
+
+
+def test_entity_f1_per_type_and_token_accuracy(trained):
+    results = json.load(open(os.path.join(trained["model_dir"], "eval_results.json")))
+    assert set(results["per_type"]) == {"LOC", "PER"}
+    # Names and places are fixed words: a model that learned nothing finds no entity.
+    assert results["f1"] > 0.9 and results["token_accuracy"] > 0.95, results
+    timing = json.load(open(os.path.join(trained["model_dir"], "train_results.json")))
+    assert timing["train_sentences"] == 200 and timing["train_windows"] >= 200
+
+
+def test_predict_tags_every_token_in_order_and_the_export_agrees(trained):
+    output = os.path.join(trained["model_dir"], "test_tags.txt")
+    result = _tagging(trained["model_dir"], "--mode=predict",
+                      f"--predict_file={trained['test']}", f"--output_file={output}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    blocks = open(output).read().strip("\n").split("\n\n")
+    predicted = [[line.split("\t") for line in block.split("\n")] for block in blocks]
+    assert [[t for t, _ in s] for s in predicted] == [s[0] for s in trained["dev_sentences"]]
+    right = sum(p == g for s, (_, gold) in zip(predicted, trained["dev_sentences"])
+                for (_, p), g in zip(s, gold))
+    assert right > 0.95 * sum(len(g) for _, g in trained["dev_sentences"])
+    texts = [" ".join(tokens) for tokens, _ in trained["dev_sentences"]]
+    env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
+    served = subprocess.run(
+        [sys.executable, "-c", SERVE, os.path.join(trained["model_dir"], "export", "1"),
+         json.dumps(texts)], capture_output=True, text=True, timeout=600, env=env)
+    assert served.returncode == 0, served.stderr[-3000:]
+    out = json.loads(served.stdout.strip().splitlines()[-1])
+    for row, (text, sentence) in enumerate(zip(texts, predicted)):
+        # the word starting where each token starts has the token's tag
+        starts, offset = {}, 0
+        for token, _ in sentence:
+            starts[offset] = token
+            offset += len(token) + 1
+        words = {s: tag for s, tag in zip(out["word_start"][row], out["tags"][row]) if s >= 0}
+        assert [words[s] for s in starts] == [tag for _, tag in sentence]
+        for i in range(out["num_entities"][row]):
+            start, end = out["entity_start"][row][i], out["entity_end"][row][i]
+            assert text[start:end] == out["entity_text"][row][i]
+            assert out["entity_type"][row][i] in ("LOC", "PER")
+            assert 0 < out["entity_score"][row][i] <= 1
+    assert sum(out["num_entities"]) > 0
+
+
+def test_a_tag_outside_the_tag_set_names_the_file_and_line(trained, tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_text("John NN O B-PER\nsmiled NN O B-EMOTION\n\n")
+    result = _tagging(trained["model_dir"], "--mode=eval", f"--eval_file={path}")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert f"error: {path}:1: tag 'B-EMOTION' is not in the training data's tags" in \
+        result.stderr
