@@ -1,26 +1,29 @@
-r"""Training steps before and after a tf.data generator dataset has run, in one process.
+r"""Does TensorFlow's allocator setting for generator datasets slow training down here?
 
   .venv/bin/python bench/allocator.py            # MiniLM span model, batch 8, length 384
 
-The first time TensorFlow runs a generator dataset (`tf.data.Dataset.from_generator`) it sets
-glibc's M_TRIM_THRESHOLD (its log line "Memory patch applied"), which also freezes glibc's
-dynamic mmap threshold at 128 KB: from then on every large tensor of a training step is a fresh
-mmap and munmap. `zoo.data.generators.from_generator` puts the thresholds back where glibc's
-dynamic threshold would have settled. This script times the same fixed-shape training step
-(forward, backward, Adam update) in phases, alternating:
+The first time TensorFlow runs a generator dataset (`tf.data.Dataset.from_generator`, which
+zoo's data pipelines use) it sets glibc's M_TRIM_THRESHOLD (its log line "Memory patch
+applied"). That also freezes glibc's dynamic mmap threshold where it is: in a training run the
+data pipeline starts before the first step, so the threshold would stay at 128 KB and every
+large tensor of every step be a fresh mmap and munmap. The same fixed-shape training step
+(forward, backward, Adam update) is timed in fresh processes of three kinds, alternating,
+`--repeats` of each:
 
-  fresh      no generator dataset has run yet
-  patched    after a plain `tf.data.Dataset.from_generator` ran (TensorFlow's setting)
-  restored   after `zoo.data.generators.restore_allocator()`
-  patched    the plain generator again
-  restored   ...
+  none       no generator dataset runs
+  patched    a generator dataset runs before the first step (TensorFlow's setting)
+  restored   the same, then glibc's thresholds are set where its dynamic threshold settles
+             (mmap 32 MB, trim 64 MB: `restore_allocator`)
 
-and prints one JSON line: each phase's median step time and the ratio of the patched phases'
-median to the restored phases' median (> 1: TensorFlow's setting slows training down).
+and one JSON line gives each kind's median step time over its processes and the ratios. zoo
+does not change the allocator: on the CPUs measured so far (BENCHMARKS.md) the setting costs
+nothing; a ratio patched/restored well above 1 on another machine would be the reason to.
 """
+import ctypes
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 
@@ -29,24 +32,42 @@ from absl import app, flags
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from common import machine  # noqa: E402  pylint: disable=wrong-import-position
 
+KINDS = ("none", "patched", "restored")
 flags.DEFINE_string("encoder", "minilm_l6_h384_uncased", "Encoder name or handle.")
 flags.DEFINE_integer("batch_size", 8, "Windows per step.")
 flags.DEFINE_integer("seq_length", 384, "Tokens per window.")
-flags.DEFINE_integer("steps", 4, "Timed steps per phase (after one untimed step).")
-flags.DEFINE_integer("rounds", 2, "Patched/restored pairs after the fresh phase.")
+flags.DEFINE_integer("steps", 5, "Timed steps per process (after two untimed ones).")
+flags.DEFINE_integer("repeats", 3, "Processes of each kind.")
+flags.DEFINE_enum("child", None, KINDS, "(internal) time one process of this kind.")
 FLAGS = flags.FLAGS
 
 
-def main(argv):
-    del argv
+def restore_allocator():
+    """glibc's mmap and trim thresholds where its dynamic threshold settles on 64-bit (32 MB,
+    twice that); False where glibc's `mallopt` is missing or refuses."""
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
+    m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's malloc.h
+    return bool(mallopt(m_mmap_threshold, 32 << 20)) and bool(mallopt(m_trim_threshold, 64 << 20))
+
+
+def child(kind):
+    """Step times of one process of `kind`."""
     import numpy as np  # pylint: disable=import-outside-toplevel
     import zoo  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     import tf_keras as keras  # pylint: disable=import-outside-toplevel
     from zoo import hub  # pylint: disable=import-outside-toplevel
-    from zoo.data import generators  # pylint: disable=import-outside-toplevel
     from zoo.models import span_core  # pylint: disable=import-outside-toplevel
 
+    if kind != "none":
+        list(tf.data.Dataset.from_generator(lambda: iter([1, 2]),
+                                            output_signature=tf.TensorSpec([], tf.int32)))
+    if kind == "restored" and not restore_allocator():
+        raise SystemExit("glibc's mallopt is not available here")
     encoder, _ = hub.resolve_handles(FLAGS.encoder, None)
     core = span_core(encoder)
     optimizer = keras.optimizers.Adam(1e-5)
@@ -67,35 +88,42 @@ def main(argv):
                                       core.trainable_variables))
         return loss
 
-    def timed():
-        step().numpy()  # untimed: the first step of a phase
-        times = []
-        for _ in range(FLAGS.steps):
-            began = time.perf_counter()
-            step().numpy()
-            times.append(time.perf_counter() - began)
-        return times
+    for _ in range(2):
+        step().numpy()
+    times = []
+    for _ in range(FLAGS.steps):
+        began = time.perf_counter()
+        step().numpy()
+        times.append(time.perf_counter() - began)
+    return times
 
-    def plain_generator():
-        ds = tf.data.Dataset.from_generator(lambda: iter([1, 2, 3]),
-                                            output_signature=tf.TensorSpec([], tf.int32))
-        return [int(x) for x in ds]
 
-    phases = [("fresh", timed())]
-    for _ in range(FLAGS.rounds):
-        plain_generator()
-        phases.append(("patched", timed()))
-        restored = generators.restore_allocator()
-        phases.append(("restored", timed()))
-    medians = {kind: statistics.median(t for k, times in phases if k == kind for t in times)
-               for kind in ("fresh", "patched", "restored")}
+def main(argv):
+    del argv
+    if FLAGS.child:
+        print(json.dumps(child(FLAGS.child)))
+        return
+    runs = {kind: [] for kind in KINDS}
+    for round_ in range(FLAGS.repeats):
+        order = KINDS if round_ % 2 == 0 else KINDS[::-1]
+        for kind in order:
+            args = [sys.executable, os.path.abspath(__file__), f"--child={kind}"] + [
+                f"--{name}={getattr(FLAGS, name)}"
+                for name in ("encoder", "batch_size", "seq_length", "steps")]
+            finished = subprocess.run(args, capture_output=True, text=True, check=False)
+            if finished.returncode:
+                raise SystemExit(f"{kind}: failed\n{finished.stderr[-3000:]}")
+            runs[kind].append(json.loads(finished.stdout.strip().splitlines()[-1]))
+    medians = {kind: statistics.median(t for times in runs[kind] for t in times)
+               for kind in KINDS}
     print(json.dumps(dict(
         machine=machine(), encoder=FLAGS.encoder, batch_size=FLAGS.batch_size,
-        seq_length=FLAGS.seq_length, steps_per_phase=FLAGS.steps, restore_worked=restored,
-        phases=[dict(phase=k, step_seconds=[round(t, 3) for t in times]) for k, times in phases],
+        seq_length=FLAGS.seq_length, steps_per_process=FLAGS.steps, repeats=FLAGS.repeats,
+        step_seconds={k: [[round(t, 3) for t in times] for times in v] for k, v in runs.items()},
         median_step_seconds={k: round(v, 3) for k, v in medians.items()},
         ratio_patched_over_restored=round(medians["patched"] / medians["restored"], 3),
-        ratio_patched_over_fresh=round(medians["patched"] / medians["fresh"], 3))))
+        ratio_patched_over_none=round(medians["patched"] / medians["none"], 3),
+        ratio_restored_over_none=round(medians["restored"] / medians["none"], 3))))
 
 
 if __name__ == "__main__":

@@ -75,7 +75,7 @@ def main(argv):
                     subprocess.run(["git", "worktree", "remove", "--force", tree], cwd=ROOT,
                                    capture_output=True, check=False)
     results = dict(machine=measured_on,
-                   base=revisions["base"], this_commit=revisions["this"] or "working tree",
+                   base_commit=revisions["base"], this_commit=revisions["this"] or "working tree",
                    command=[module, *args])
     for name, measured in runs.items():
         rates = [r["steady_examples_per_second"] for r in measured]
