@@ -2,9 +2,10 @@
 
 The exported model needs nothing of zoo: TF Serving, or a Python process that imports only
 tensorflow and tensorflow_text, loads it and feeds it strings. Each kind of head has a serving
-module here (`ClassifierServing`, `SpanServing`): a `tf.Module` holding the core model, the
-preprocessor and what the outputs need, with its `serve` function; `save` writes one or more of
-them as one SavedModel (weights they share are stored once).
+module here (`TextServing` with class, score or label-set outputs, `SpanServing`,
+`TaggingServing`): a `tf.Module` holding the core model, the preprocessor and what the outputs
+need (label names, tag names), with its `serve` function; `save` writes one or more of them as
+one SavedModel (weights they share are stored once).
 """
 import os
 
@@ -27,6 +28,8 @@ def save(export_dir, signatures):
     root.tasks = list(signatures.values())
     functions = {name: module.serve for name, module in signatures.items()}
     functions.setdefault("serving_default", next(iter(functions.values())))
+    # which module serves each signature (`zoo.serving` reads its label names there)
+    root.signature_modules = {name: signatures.get(name, root.tasks[0]) for name in functions}
     try:
         with atomic_directory(export_dir) as staging:
             tf.saved_model.save(root, staging, signatures=functions)

@@ -82,12 +82,7 @@ def f1_v2(gold, prediction):
     gold_tokens, predicted = _tokens_v2(gold), _tokens_v2(prediction)
     if not gold_tokens or not predicted:
         return float(gold_tokens == predicted)
-    common = collections.Counter(gold_tokens) & collections.Counter(predicted)
-    same = sum(common.values())
-    if same == 0:
-        return 0.0
-    precision, recall = same / len(predicted), same / len(gold_tokens)
-    return 2 * precision * recall / (precision + recall)
+    return f1_score(prediction, gold)
 
 
 def _best_threshold(scores, na_probs, has_answer, answered):

@@ -63,6 +63,8 @@ def _tagging(model_dir, *extra):
 def trained(tmp_path_factory, tiny_hub):
     root = tmp_path_factory.mktemp("ner")
     dev = _sentences(30, 2)
+    # one sentence far longer than a window (--max_seq_length=32): predicted in windows
+    dev.append(tuple(sum((list(part) for part in parts), []) for parts in zip(*dev[:8])))
     files = dict(train=_write(root / "train.txt", _sentences(200, 1)),
                  dev=_write(root / "dev.txt", dev), test=_write(root / "test.txt", dev, False))
     model_dir = str(root / "model")
@@ -123,3 +125,28 @@ def test_a_tag_outside_the_tag_set_names_the_file_and_line(trained, tmp_path):
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert f"error: {path}:1: tag 'B-EMOTION' is not in the training data's tags" in \
         result.stderr
+
+
+def test_long_sentences_are_windowed_and_a_bad_sentence_keeps_its_lines(trained, tmp_path):
+    long_tokens = trained["dev_sentences"][-1][0]
+    assert len(long_tokens) > 40  # more than one window of 32 wordpieces
+    path = tmp_path / "predict.txt"
+    path.write_bytes(b"Paris\nis\n\nbad\nrow\xff\nhere\n\n" + "\n".join(long_tokens).encode()
+                     + b"\n")
+    output = str(tmp_path / "tags.txt")
+    result = _tagging(trained["model_dir"], "--mode=predict", f"--predict_file={path}",
+                      f"--output_file={output}", "--bad_rows=skip")
+    assert result.returncode == 0, result.stderr[-3000:]
+    blocks = open(output, encoding="utf-8").read().strip("\n").split("\n\n")
+    assert len(blocks) == 3
+    assert [line.split("\t")[0] for line in blocks[0].split("\n")] == ["Paris", "is"]
+    error, *lines = blocks[1].split("\n")
+    assert error == f"# error: {path}:5: invalid UTF-8 at byte 3"
+    assert [line.split("\t") for line in lines] == [["bad", ""], ["row\ufffd", ""],
+                                                     ["here", ""]]
+    tagged = [line.split("\t") for line in blocks[2].split("\n")]
+    assert [t for t, _ in tagged] == long_tokens and all(tag for _, tag in tagged)
+    result = _tagging(trained["model_dir"], "--mode=predict", f"--predict_file={path}",
+                      f"--output_file={output}.2")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert f"error: {path}:5: invalid UTF-8 at byte 3" in result.stderr

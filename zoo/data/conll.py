@@ -76,19 +76,18 @@ def iter_conll(path, require_tags=True):
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
-                line = None
-                reason = (number, f"invalid UTF-8 at byte {e.start}")
-            if line is not None and line.startswith("-DOCSTART-"):
+                # a bad sentence; its tokens are kept (as U+FFFD) so that predict can write
+                # every one of them back
+                line = raw.decode("utf-8", errors="replace")
+                problem = problem or (number, f"invalid UTF-8 at byte {e.start}")
+            if line.startswith("-DOCSTART-"):
                 continue
-            if line is not None and not line.strip():
+            if not line.strip():
                 if tokens or problem:
                     yield sentence()
                 tokens, tags, problem, first = [], [], None, None
                 continue
             first = first or number
-            if line is None:
-                problem = problem or reason
-                continue
             parts = line.split()
             tokens.append(parts[0])
             if len(parts) >= 2:

@@ -65,6 +65,35 @@ def _split(raw, separator):
     return [part.strip() for part in raw.split(separator)] if separator else [raw]
 
 
+def _list_problem(raw, items, known):
+    """Why the classes `items` of a row's label `raw` are unusable: an empty one, or one not in
+    `known` (None: any class)."""
+    if any(not item for item in items):
+        return f"empty label in the list {raw!r}"
+    unknown = [item for item in items if known is not None and item not in known]
+    if unknown:
+        return (f"unknown label {', '.join(map(repr, unknown))} "
+                f"(known: {sorted(known, key=_sort_key)})")
+    return None
+
+
+def save_kind(model_dir, kind, config):
+    """Writes `labels.json`: the kind of label (`kind`) and what it needs (`config`).
+    Atomic: under multi-worker training other workers may read it while the chief writes."""
+    os.makedirs(model_dir, exist_ok=True)
+    save_json(os.path.join(model_dir, LABELS_FILE), dict(kind=kind, **config))
+
+
+def load_kind(model_dir):
+    """(kind, config) saved in `model_dir`'s labels.json (`save_kind`)."""
+    path = os.path.join(model_dir, LABELS_FILE)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path}: no labels; train a model in this dir first")
+    with open(path, encoding="utf-8") as f:
+        saved = json.load(f)
+    return saved.pop("kind", LabelVocab.KIND), saved
+
+
 class OpenLabels:
     """The training rows' labels before there is a vocabulary: any class (or only the label
     map's, if one is given); with a `separator`, each row holds a list of them."""
@@ -77,15 +106,7 @@ class OpenLabels:
         return _split(raw, self.separator)
 
     def problem(self, raw):
-        items = self.keys(raw)
-        if any(not item for item in items):
-            return f"empty label in the list {raw!r}"
-        unknown = [i for i in items if self.known_labels is not None
-                   and i not in self.known_labels]
-        if unknown:
-            return (f"unknown label {', '.join(map(repr, unknown))} "
-                    f"(known: {sorted(self.known_labels, key=_sort_key)})")
-        return None
+        return _list_problem(raw, self.keys(raw), self.known_labels)
 
 
 class LabelVocab:
@@ -164,19 +185,15 @@ class LabelVocab:
         return dict(raw_labels=self.raw_labels, label_map=self.label_map, names=self.names)
 
     def save(self, model_dir):
-        # Atomic: under multi-worker training other workers may read it while the chief writes.
-        os.makedirs(model_dir, exist_ok=True)
-        save_json(os.path.join(model_dir, LABELS_FILE), dict(kind=self.KIND, **self.config()))
+        save_kind(model_dir, self.KIND, self.config())
 
     @classmethod
     def load(cls, model_dir):
         """The labels saved in `model_dir`, of whichever kind they are."""
-        path = os.path.join(model_dir, LABELS_FILE)
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"{path}: no label vocabulary; train a model in this dir first")
-        with open(path, encoding="utf-8") as f:
-            saved = json.load(f)
-        kind = saved.pop("kind", LabelVocab.KIND)
+        kind, saved = load_kind(model_dir)
+        if kind not in KINDS:
+            raise UsageError(f"{os.path.join(model_dir, LABELS_FILE)}: labels of a {kind} "
+                             "model; use the model dir of a run of this task")
         saved.pop("names", None)
         return KINDS[kind](**saved)
 
@@ -196,14 +213,7 @@ class MultiLabelVocab(LabelVocab):
         return _split(raw, self.separator)
 
     def problem(self, raw):
-        items = self.keys(raw)
-        if any(not item for item in items):
-            return f"empty label in the list {raw!r}"
-        unknown = [item for item in items if item not in self._ids]
-        if unknown:
-            return (f"unknown label {', '.join(map(repr, unknown))} "
-                    f"(known: {sorted(self.known(), key=_sort_key)})")
-        return None
+        return _list_problem(raw, self.keys(raw), self.known())
 
     def encode(self, raw):
         hot = np.zeros(len(self.raw_labels), np.float32)
@@ -265,8 +275,7 @@ class ScoreLabels:
         return dict(low=self.low, high=self.high)
 
     def save(self, model_dir):
-        os.makedirs(model_dir, exist_ok=True)
-        save_json(os.path.join(model_dir, LABELS_FILE), dict(kind=self.KIND, **self.config()))
+        save_kind(model_dir, self.KIND, self.config())
 
 
 KINDS = {kind.KIND: kind for kind in (LabelVocab, MultiLabelVocab, ScoreLabels)}

@@ -13,19 +13,17 @@ is predicted in the window where its first piece has the most context). Entities
 from tags as the CoNLL scorer reads them (`decode_entities`).
 """
 import itertools
-import json
 import os
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as text
 
-from zoo.data import windows
+from zoo.data import labels, windows
 from zoo.data.conll import Sentence, entity_type
 from zoo.errors import UsageError
-from zoo.files import save_json
 
-LABELS_FILE = "labels.json"
+LABELS_FILE = labels.LABELS_FILE
 SENTENCES_PER_CALL = 32  # sentences windowed by one call in the datasets
 WINDOW_SHUFFLE_BUFFER = 1024
 
@@ -82,19 +80,14 @@ class TagVocab:
         return self.tags
 
     def save(self, model_dir):
-        os.makedirs(model_dir, exist_ok=True)
-        save_json(os.path.join(model_dir, LABELS_FILE), dict(kind=self.KIND, tags=self.tags))
+        labels.save_kind(model_dir, self.KIND, dict(tags=self.tags))
 
     @classmethod
     def load(cls, model_dir):
-        path = os.path.join(model_dir, LABELS_FILE)
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"{path}: no tags; train a model in this dir first")
-        with open(path, encoding="utf-8") as f:
-            saved = json.load(f)
-        if saved.get("kind") != cls.KIND:
-            raise UsageError(f"{path}: labels of a {saved.get('kind', 'classification')} model, "
-                             "not tags; use the model dir of a tagging run")
+        kind, saved = labels.load_kind(model_dir)
+        if kind != cls.KIND:
+            raise UsageError(f"{os.path.join(model_dir, LABELS_FILE)}: labels of a {kind} "
+                             "model, not tags; use the model dir of a tagging run")
         return cls(saved["tags"])
 
 

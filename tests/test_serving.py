@@ -1,0 +1,122 @@
+"""zoo.serving: Python inference on an export, in a process that imports only tensorflow,
+tensorflow_text and zoo.serving; one dict per input in input order; the command line."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.helpers import ROOT
+from zoo import export, models
+from zoo.data import squad_windows, tagging
+
+PREDICT = """
+import json, sys
+from zoo.serving import load
+model = load(sys.argv[1], batch_size=3)
+rows = model.predict(json.loads(sys.argv[2]))
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("tf_keras", "tensorflow_hub")
+               or (m.startswith("zoo.") and m not in ("zoo.serving", "zoo.fusion", "zoo.errors")))
+print(json.dumps(dict(rows=rows, heavy=heavy, input_names=model.input_names)))
+"""
+
+
+def _python(*args, stdin=None):
+    env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
+    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, env=env, input=stdin)
+
+
+def _predict(export_dir, inputs):
+    result = _python("-c", PREDICT, export_dir, json.dumps(inputs))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def pair_export(tiny_hub, tmp_path_factory):
+    core = models.classifier_core(tiny_hub + "/encoder", num_classes=3)
+    packer = models.TextPacker(tiny_hub + "/preprocessor", seq_length=32)
+    path = str(tmp_path_factory.mktemp("serving") / "export" / "1")
+    export.export_classifier(path, core, packer, ["neg", "neu", "pos"], pair=True)
+    return path
+
+
+PAIRS = [["a fine film", "yes"], ["a dull, long and rather tiring film", "no"], ["ok", "fine"],
+         ["the longest text of them all, by a good margin, it is", "hm"], ["short", "x"],
+         ["medium length text", "y"], ["z", "z"]]
+
+
+def test_predict_gives_one_row_per_input_in_order_without_the_training_stack(pair_export):
+    out = _predict(pair_export, PAIRS)
+    assert out["heavy"] == [] and out["input_names"] == ["text_a", "text_b"]
+    signature = tf.saved_model.load(pair_export).signatures["serving_default"]
+    expected = signature(text_a=tf.constant([a for a, _ in PAIRS]),
+                         text_b=tf.constant([b for _, b in PAIRS]))
+    rows = out["rows"]
+    assert len(rows) == len(PAIRS)  # 7 inputs, in 3 batches sorted by length, back in order
+    assert [r["label"] for r in rows] == [x.decode() for x in expected["label"].numpy()]
+    for row, probabilities in zip(rows, expected["probabilities"].numpy()):
+        assert list(row["probabilities"]) == ["neg", "neu", "pos"]
+        np.testing.assert_allclose(list(row["probabilities"].values()), probabilities,
+                                   atol=1e-5)
+        assert row["score"] == pytest.approx(max(probabilities), abs=1e-5)
+    # dicts by input name give the same (in other batches: trimmed to other lengths)
+    named = _predict(pair_export, [{"text_a": a, "text_b": b} for a, b in PAIRS[:2]])
+    _assert_same_rows(named["rows"], rows[:2])
+
+
+def _assert_same_rows(rows, expected):
+    assert len(rows) == len(expected)
+    for row, other in zip(rows, expected):
+        assert row["label"] == other["label"] and row["probabilities"] == pytest.approx(
+            other["probabilities"], abs=1e-5)
+
+
+def test_the_command_line_prints_a_json_line_per_input_line(pair_export):
+    lines = "".join(f"{a}\t{b}\n" for a, b in PAIRS)
+    result = _python("-m", "zoo.serving", pair_export, "--batch_size=2", stdin=lines)
+    assert result.returncode == 0, result.stderr[-3000:]
+    printed = [json.loads(line) for line in result.stdout.strip().splitlines()]
+    _assert_same_rows(printed, _predict(pair_export, PAIRS)["rows"])
+
+
+def test_bad_inputs_name_the_input_or_the_line(pair_export):
+    from zoo.serving import load  # pylint: disable=import-outside-toplevel
+    model = load(pair_export)
+    with pytest.raises(ValueError, match=r"input 1: 1 text\(s\), but the model takes text_a, "
+                                         "text_b"):
+        model.predict([("a", "b"), "just one"])
+    with pytest.raises(ValueError, match="input 0: no text_b"):
+        model.predict([{"text_a": "a"}])
+    result = _python("-m", "zoo.serving", pair_export, stdin="a\tb\nonly one\n")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert "error: stdin:2: 1 text(s), but the model takes text_a, text_b" in result.stderr
+
+
+def test_tagging_and_squad_exports_give_entities_and_answers(tiny_hub, tmp_path):
+    packer = models.TextPacker(tiny_hub + "/preprocessor", seq_length=24)
+    vocab = tagging.TagVocab(["O", "B-LOC", "I-LOC", "B-PER", "I-PER"])
+    tagger = export.save(str(tmp_path / "ner"), {"serving_default": export.TaggingServing(
+        models.tagging_core(tiny_hub + "/encoder", len(vocab)),
+        tagging.TagWindower(packer, 24, 8), vocab)})
+    texts = ["John lives in New York.", "A long sentence " * 8 + "in Paris."]
+    rows = _predict(tagger, texts)["rows"]
+    assert len(rows) == 2
+    for text, row in zip(texts, rows):
+        assert len(row["tags"]) == len(row["word_start"]) == len(row["word_end"])
+        assert all(t in vocab.tags for t in row["tags"])
+        for entity in row["entities"]:  # an untrained model tags at random: check the form
+            assert text[entity["start"]:entity["end"]] == entity["text"]
+            assert entity["type"] in vocab.types and 0 < entity["score"] <= 1
+    squad = export.save(str(tmp_path / "squad"), {"serving_default": export.SpanServing(
+        models.span_core(tiny_hub + "/encoder"), squad_windows.Windower(packer, 48, 16, 12))})
+    questions = [{"question": "Where?", "context": "It is in Paris, the capital of France."},
+                 {"question": "Who?", "context": "Mary met John. " * 6}]
+    out = _predict(squad, questions)
+    assert out["input_names"] == ["question", "context"]
+    for question, row in zip(questions, out["rows"]):
+        assert question["context"][row["start"]:row["end"]] == row["answer"]

@@ -1,0 +1,199 @@
+r"""Python inference on an exported model, without zoo's training stack.
+
+    from zoo.serving import load
+    model = load("runs/mrpc/export/1")
+    model.predict([("The cat sat.", "A cat was sitting."), ...])   # text pairs
+    model.predict(["great film", ...])                             # one text per input
+    model.predict([{"question": "...", "context": "..."}, ...])    # SQuAD
+
+`predict` returns one dict per input, in input order: what the export's `serving_default`
+returns for that input (`label`, `score`, `probabilities` by label name / `score` / `labels` /
+`entities` with their character offsets / `answer`, `start`, `end`, `score`), with strings
+decoded and padding removed. Inputs are sorted by length and sent in batches (`batch_size`), so
+texts of similar length share a batch and the export trims each batch to its longest text.
+
+From the shell, one JSON line out per line in (a text, two texts separated by a tab for pair
+models, or a JSON object with the signature's input names):
+
+    python -m zoo.serving runs/mrpc/export/1 < texts.txt > predictions.jsonl
+
+This module imports only tensorflow and tensorflow_text (never tf_keras or tensorflow_hub), as
+TF Serving needs nothing else.
+"""
+import json
+import os
+import sys
+
+import zoo
+
+if zoo.LEGACY_KERAS_SET_BY_ZOO and "tensorflow" not in sys.modules:
+    # `import zoo` chose Keras 2 for hub.KerasLayer; with it, importing TensorFlow loads
+    # tf_keras. Serving uses no Keras.
+    os.environ.pop("TF_USE_LEGACY_KERAS", None)
+
+import numpy as np  # noqa: E402  pylint: disable=wrong-import-position
+import tensorflow as tf  # noqa: E402  pylint: disable=wrong-import-position
+import tensorflow_text  # noqa: E402,F401  pylint: disable=wrong-import-position
+
+DEFAULT_BATCH_SIZE = 32
+ENTITY_KEYS = ("entity_text", "entity_type", "entity_start", "entity_end", "entity_score")
+WORD_KEYS = ("tags", "word_start", "word_end")
+
+
+def _plain(value):
+    """A NumPy value of one row as JSON-ready Python (bytes decoded)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8")
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value] if value.dtype.kind in "SO" else value.tolist()
+    return value.item() if isinstance(value, np.generic) else value
+
+
+class Model:
+    """An exported zoo model (`load`); `predict(inputs)` gives one dict per input.
+
+    Args:
+        export_dir: the SavedModel directory (what `--export_dir` wrote).
+        batch_size: inputs per call of the serving signature.
+        signature: which of the export's signatures (a multi-task export has one per task).
+    """
+
+    def __init__(self, export_dir, batch_size=DEFAULT_BATCH_SIZE, signature="serving_default"):
+        self.export_dir = export_dir
+        self.batch_size = batch_size
+        self._loaded = tf.saved_model.load(export_dir)
+        if signature not in self._loaded.signatures:
+            raise ValueError(f"{export_dir} has no signature {signature!r} (it has "
+                             f"{', '.join(sorted(self._loaded.signatures))})")
+        self._serve = self._loaded.signatures[signature]
+        self.input_names = sorted(self._serve.structured_input_signature[1])
+        if self.input_names == ["context", "question"]:
+            self.input_names = ["question", "context"]
+        modules = getattr(self._loaded, "signature_modules", None)
+        module = modules[signature] if modules is not None else self._loaded.tasks[0]
+        names = getattr(module, "label_names", None)
+        self.label_names = None if names is None else [_plain(n) for n in names.numpy()]
+
+    def values(self, item):
+        """The input strings of one input (a text, a tuple of texts or a dict by input name),
+        in `input_names` order; a ValueError says what is wrong with it."""
+        if isinstance(item, dict):
+            missing = [n for n in self.input_names if n not in item]
+            if missing:
+                raise ValueError(f"no {', '.join(missing)} (the model takes "
+                                 f"{', '.join(self.input_names)})")
+            values = [item[n] for n in self.input_names]
+        elif isinstance(item, str):
+            values = [item]
+        else:
+            values = list(item)
+        if len(values) != len(self.input_names):
+            raise ValueError(f"{len(values)} text(s), but the model takes "
+                             f"{', '.join(self.input_names)}")
+        for name, value in zip(self.input_names, values):
+            if not isinstance(value, str):
+                raise ValueError(f"{name} is not a string: {value!r}")
+        return values
+
+    def _columns(self, inputs):
+        """{input name: list of strings} of `inputs`."""
+        columns = {name: [] for name in self.input_names}
+        for i, item in enumerate(inputs):
+            try:
+                values = self.values(item)
+            except ValueError as e:
+                raise ValueError(f"input {i}: {e}") from None
+            for name, value in zip(self.input_names, values):
+                columns[name].append(value)
+        return columns
+
+    def _rows(self, outputs, count):
+        """One dict per row of a batch's outputs."""
+        outputs = {k: v.numpy() for k, v in outputs.items()}
+        rows = []
+        for i in range(count):
+            row = {k: v[i] for k, v in outputs.items()}
+            if "num_entities" in row:  # tagging: entities and words without their padding
+                n = int(row.pop("num_entities"))
+                row["entities"] = [
+                    dict(text=_plain(row["entity_text"][j]), type=_plain(row["entity_type"][j]),
+                         start=int(row["entity_start"][j]), end=int(row["entity_end"][j]),
+                         score=float(row["entity_score"][j])) for j in range(n)]
+                words = row["word_start"] >= 0
+                for key in WORD_KEYS:
+                    row[key] = row[key][words]
+                for key in ENTITY_KEYS:
+                    del row[key]
+            if "probabilities" in row and self.label_names and "label_mask" not in row \
+                    and "label" in row:
+                row["probabilities"] = dict(zip(self.label_names, row["probabilities"].tolist()))
+                row["score"] = max(row["probabilities"].values())
+            if "label_mask" in row:  # multi-label: the list of labels over the threshold
+                mask = row.pop("label_mask")
+                row["labels"] = [n for n, m in zip(self.label_names, mask) if m]
+                row["probabilities"] = dict(zip(self.label_names, row["probabilities"].tolist()))
+            rows.append({k: _plain(v) for k, v in row.items()})
+        return rows
+
+    def predict(self, inputs):
+        """One dict per input, in input order (see the module docstring)."""
+        inputs = list(inputs)
+        columns = self._columns(inputs)
+        lengths = [sum(len(columns[n][i]) for n in self.input_names) for i in range(len(inputs))]
+        order = np.argsort(lengths, kind="stable")
+        results = [None] * len(inputs)
+        for begin in range(0, len(order), self.batch_size):
+            chosen = order[begin:begin + self.batch_size]
+            batch = {n: tf.constant([columns[n][i] for i in chosen]) for n in self.input_names}
+            for i, row in zip(chosen, self._rows(self._serve(**batch), len(chosen))):
+                results[i] = row
+        return results
+
+
+def load(export_dir, batch_size=DEFAULT_BATCH_SIZE, signature="serving_default"):
+    """The exported model in `export_dir` (its `signature`), ready for `predict`."""
+    return Model(export_dir, batch_size, signature)
+
+
+def _line_input(line, model):
+    line = line.rstrip("\n")
+    if line.startswith("{"):
+        return json.loads(line)
+    if len(model.input_names) > 1:
+        return tuple(line.split("\t"))
+    return line
+
+
+def main(argv=None):
+    """`python -m zoo.serving EXPORT_DIR [--batch_size=N] < inputs > JSON lines`."""
+    argv = sys.argv[1:] if argv is None else argv
+    batch_size = DEFAULT_BATCH_SIZE
+    for arg in [a for a in argv if a.startswith("--batch_size=")]:
+        batch_size = int(arg.split("=", 1)[1])
+        argv.remove(arg)
+    if len(argv) != 1:
+        raise SystemExit("usage: python -m zoo.serving EXPORT_DIR [--batch_size=N] < inputs")
+    model = load(argv[0], batch_size)
+    pending = []
+
+    def flush():
+        for row in model.predict(pending):
+            print(json.dumps(row, ensure_ascii=False))
+        pending.clear()
+
+    for number, line in enumerate(sys.stdin, start=1):
+        try:
+            item = _line_input(line, model)
+            model.values(item)
+        except json.JSONDecodeError as e:
+            raise SystemExit(f"error: stdin:{number}: not valid JSON ({e.msg})") from None
+        except ValueError as e:
+            raise SystemExit(f"error: stdin:{number}: {e}") from None
+        pending.append(item)
+        if len(pending) == batch_size * 64:
+            flush()
+    flush()
+
+
+if __name__ == "__main__":
+    main()
