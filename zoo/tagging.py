@@ -53,13 +53,10 @@ def masked_cross_entropy(labels, logits):
     return tf.reduce_sum(losses * keep, axis=-1) / tf.maximum(tf.reduce_sum(keep, axis=-1), 1.0)
 
 
-def _trimmed(inputs, rest):
-    """Inputs cut to their longest window, and the per-position tensors of `rest` with them
-    (those of rank 2; per-window ones stay as they are)."""
+def _trimmed(inputs, labels):
+    """Inputs cut to their longest window, and the labels of their positions with them."""
     trimmed = trim_to_longest(inputs)
-    length = tf.shape(trimmed["input_mask"])[1]
-    return trimmed, tf.nest.map_structure(
-        lambda t: t[:, :length] if t.shape.rank == 2 else t, rest)
+    return trimmed, labels[:, :tf.shape(trimmed["input_mask"])[1]]
 
 
 class Tagging(runner.Task):
@@ -154,9 +151,12 @@ class Tagging(runner.Task):
         ds = tagging.inference_windows(self.windower, rows, self.settings.eval_batch_size)
 
         def tag(batch):
-            inputs, meta = _trimmed(*batch)
-            probabilities = tf.nn.softmax(core(inputs, training=False), axis=-1)
-            return dict(meta, tags=tf.argmax(probabilities, axis=-1, output_type=tf.int32))
+            inputs, meta = batch
+            trimmed = trim_to_longest(inputs)  # the model sees the batch's longest window...
+            tags = tf.argmax(core(trimmed, training=False), axis=-1, output_type=tf.int32)
+            width = tf.shape(inputs["input_mask"])[1] - tf.shape(tags)[1]
+            # ... and its tags are padded back, so every batch has the windows' full width
+            return dict(meta, tags=tf.pad(tags, [[0, 0], [0, width]], constant_values=-1))
 
         next_index, done = 0, {}
         batches = self.run.infer(tag, ds, description, "window")

@@ -56,7 +56,8 @@ def _write(path, sentences, tags=True):
 
 def _tagging(model_dir, *extra):
     return run_module("tasks.tagging.train", f"--model_dir={model_dir}", "--encoder_handle=tiny",
-                      "--max_seq_length=32", "--doc_stride=16", "--train_batch_size=16", *extra)
+                      "--max_seq_length=32", "--doc_stride=16", "--train_batch_size=16",
+                      "--eval_batch_size=8", *extra)  # several eval batches of other widths
 
 
 @pytest.fixture(scope="module")
