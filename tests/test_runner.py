@@ -120,3 +120,13 @@ def test_eval_without_training_and_a_model_dir_of_another_task(tiny_hub, tmp_pat
                        outputs="start_end_logits"), f)
     with pytest.raises(UsageError, match="task: 'squad' -> 'word_count'"):
         _run("eval", tmp_path)
+
+
+def test_gradient_accumulation_counts_a_step_per_update(tiny_hub, tmp_path):
+    timing = _run("train", tmp_path, gradient_accumulation_steps=2)
+    # 32 texts in batches of 8, two batches an update: 2 updates an epoch, 2 epochs
+    assert timing["steps"] == 4 and timing["examples"] == 64
+    assert timing["gradient_accumulation_steps"] == 2
+    assert json.load(open(tmp_path / "model" / "run.json"))["gradient_accumulation_steps"] == 2
+    with pytest.raises(UsageError, match=r"gradient_accumulation_steps: 2 -> 4"):
+        _run("train", tmp_path, gradient_accumulation_steps=4)

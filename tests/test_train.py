@@ -1,12 +1,16 @@
-"""The shared training loop: schedule, AdamW exclusions, checkpoints and exact resume."""
+"""The shared training loop: schedule, AdamW exclusions, checkpoints, exact resume and
+gradient accumulation."""
 import json
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 import tf_keras as keras
 
+from tests.helpers import ROOT
 from zoo import stages, train
 
 
@@ -180,3 +184,57 @@ def test_fit_runs_its_steps_and_evaluations_in_the_precisions_it_is_given(tmp_pa
     assert ("step", "bf16") in seen and ("step", "fp32") not in seen
     assert [s for s in seen if s[0] == "evaluation"] == [("evaluation", "fp32")] * 2
     assert timing["precision"] == "bf16" and precision.current() == "fp32"
+
+
+def _one_update(model_dir, batch_size, accumulation_steps, strategy=None):
+    """The weights after one update over the same 32 examples, in batches of `batch_size`."""
+    strategy = strategy or tf.distribute.get_strategy()
+    with strategy.scope():
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"),
+                                  keras.layers.Dense(2)])
+        optimizer = train.create_optimizer(0.05, total_steps=10, warmup_steps=0)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(32, 4)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.int64)
+
+    def loss_fn(labels, logits):
+        return keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
+
+    timing = train.fit(model, optimizer, loss_fn,
+                       lambda epoch: tf.data.Dataset.from_tensor_slices((x, y)).batch(batch_size),
+                       1, 1, batch_size, model_dir, strategy=strategy,
+                       accumulation_steps=accumulation_steps)
+    assert timing["steps"] == 1 and int(optimizer.iterations.numpy()) == 1
+    assert timing["examples"] == batch_size * accumulation_steps
+    return [w.numpy() for w in model.weights]
+
+
+def test_gradient_accumulation_gives_the_update_of_the_larger_batch(tmp_path):
+    whole = _one_update(str(tmp_path / "whole"), 32, 1)
+    accumulated = _one_update(str(tmp_path / "accumulated"), 8, 4)
+    start = _one_update(str(tmp_path / "start"), 8, 1)  # one batch of 8: another update
+    for a, b in zip(accumulated, whole):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    assert max(float(np.abs(a - b).max()) for a, b in zip(start, whole)) > 1e-3
+
+
+MIRRORED_ACCUMULATION = """
+import sys
+import numpy as np
+import tensorflow as tf
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+from tests.test_train import _one_update
+mirrored = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+accumulated = _one_update(sys.argv[1] + "/mirrored", 8, 4, mirrored)  # 4 a replica, 4 times
+whole = _one_update(sys.argv[1] + "/whole", 32, 1)
+print(max(float(np.abs(a - b).max()) for a, b in zip(accumulated, whole)))
+"""
+
+
+def test_gradient_accumulation_under_a_mirrored_strategy(tmp_path):
+    result = subprocess.run([sys.executable, "-c", MIRRORED_ACCUMULATION, str(tmp_path)],
+                            cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert float(result.stdout.strip().splitlines()[-1]) < 1e-5

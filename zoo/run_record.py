@@ -21,8 +21,9 @@ RUN_FILE = "run.json"
 # What the weights depend on: a restore with any of these changed restores the wrong model.
 MODEL_KEYS = ("task", "encoder_handle", "preprocessor_handle", "outputs", "pooling")
 # What else decides a training run: changing it mid-run changes the schedule or the data.
-TRAINING_KEYS = ("train_batch_size", "num_train_epochs", "max_train_steps", "max_seq_length",
-                 "learning_rate", "warmup_proportion", "decay", "weight_decay", "seed", "data")
+TRAINING_KEYS = ("train_batch_size", "gradient_accumulation_steps", "num_train_epochs",
+                 "max_train_steps", "max_seq_length", "learning_rate", "warmup_proportion",
+                 "decay", "weight_decay", "seed", "data")
 FINGERPRINT_BYTES = 1 << 20
 
 

@@ -267,7 +267,8 @@ def _train(task, evaluate_each_epoch):
                        plan.epochs, s.train_batch_size, s.model_dir, s.checkpoint_every,
                        on_epoch_end, metrics=metrics, strategy=run_.strategy,
                        steps_per_execution=s.steps_per_execution, compute=run_.compute,
-                       total_steps=plan.total_steps)
+                       total_steps=plan.total_steps,
+                       accumulation_steps=s.gradient_accumulation_steps)
     timing.update(wall_seconds=time.time() - began, batch_size=s.train_batch_size,
                   max_seq_length=s.max_seq_length, strategy=type(run_.strategy).__name__,
                   replicas=run_.strategy.num_replicas_in_sync, **data.report)

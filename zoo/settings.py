@@ -70,6 +70,9 @@ class RunSettings:
         None, "Preprocessor: name, URL or directory. Default: the one matching the encoder.")
     max_seq_length: int = setting(128, "Tokens per packed input (longer text is trimmed).")
     train_batch_size: int = setting(32, "Training batch size (global, over all replicas).")
+    gradient_accumulation_steps: int = setting(
+        1, "Sum the gradients of this many training batches into one update: the update of a "
+        "batch N times --train_batch_size, with the memory of one batch (a step is one update).")
     eval_batch_size: int = setting(64, "Batch size of evaluation and prediction.")
     learning_rate: float = setting(5e-5, "Peak learning rate of AdamW (after warmup).")
     num_train_epochs: float = setting(

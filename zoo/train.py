@@ -82,15 +82,19 @@ class Plan(collections.namedtuple("Plan", "steps_per_epoch epochs total_steps"))
 
 
 def plan_epochs(num_examples, settings, unit="examples"):
-    """The `Plan` for `num_examples` at the settings' global batch size.
+    """The `Plan` for `num_examples` at the settings' global batch size (times its
+    `gradient_accumulation_steps`: a step is one update).
 
     A fraction of an epoch is trained, never rounded away: 2.5 epochs of 12 steps are two
     epochs and the first 6 steps of the third. `settings.max_train_steps` (if set) caps the
     total exactly, cutting the last epoch short.
     """
-    batch = settings.train_batch_size
+    accumulated = getattr(settings, "gradient_accumulation_steps", 1)
+    batch = settings.train_batch_size * accumulated
     if num_examples < batch:
-        raise UsageError(f"{num_examples} training {unit} is less than one batch of {batch}")
+        raise UsageError(f"{num_examples} training {unit} is less than one batch of {batch}"
+                         + (f" ({settings.train_batch_size} x {accumulated} accumulated)"
+                            if accumulated > 1 else ""))
     if settings.num_train_epochs <= 0:
         raise UsageError(f"num_train_epochs must be more than 0, not {settings.num_train_epochs}")
     steps = num_examples // batch
@@ -171,7 +175,7 @@ def weights_fingerprint(model):
 
 def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_size, model_dir,
         checkpoint_every=0, on_epoch_end=None, summary_every=20, metrics=None, strategy=None,
-        steps_per_execution=1, compute=Compute(), total_steps=None):
+        steps_per_execution=1, compute=Compute(), total_steps=None, accumulation_steps=1):
     """Trains `model`; resumes from the model dir's latest checkpoint. Returns timing results.
 
     Create `model`, `optimizer` and `metrics` inside `strategy.scope()`.
@@ -188,6 +192,10 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
         steps_per_execution: training steps run inside one tf.function call.
         total_steps: steps in all (default `steps_per_epoch * epochs`); fewer cut the last
             epoch short (`plan_epochs` of a fractional epoch count).
+        accumulation_steps: batches whose gradients are summed into one update (a step): the
+            same update as one batch of `accumulation_steps * batch_size` examples, with the
+            memory of one batch. The datasets give batches of `batch_size`; a step takes
+            `accumulation_steps` of them.
         compute: the run's `zoo.settings.Compute`: the training steps run in its `precision`,
             `on_epoch_end` in its `eval_precision`; with `xla_fusion` the training step is
             XLA auto-clustered (`zoo.fusion`; needs `steps_per_execution` 1), only during the
@@ -197,6 +205,8 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
     xla_fusion = compute.xla_fusion
     if xla_fusion and steps_per_execution != 1:
         raise UsageError("xla_fusion needs steps_per_execution=1")
+    if accumulation_steps > 1 and steps_per_execution != 1:
+        raise UsageError("gradient_accumulation_steps needs steps_per_execution=1")
     strategy = strategy or tf.distribute.get_strategy()
     chief = distribute.is_chief(strategy)
     write_dir = distribute.write_dir(model_dir, strategy)
@@ -208,20 +218,28 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
     writer = (tf.summary.create_file_writer(os.path.join(model_dir, "train")) if chief
               else tf.summary.create_noop_writer())
 
-    def step_fn(inputs, labels):
+    update_batch = batch_size * accumulation_steps
+
+    def gradients(inputs, labels):
+        """(loss, gradients) of one batch, as a share of the update's batch."""
         with tf.GradientTape() as tape:
             outputs = model(inputs, training=True)
-            loss = tf.nn.compute_average_loss(loss_fn(labels, outputs), global_batch_size=batch_size)
+            loss = tf.nn.compute_average_loss(loss_fn(labels, outputs),
+                                              global_batch_size=update_batch)
         grads = tape.gradient(loss, model.trainable_variables)
-        if strategy.num_replicas_in_sync > 1:
+        if strategy.num_replicas_in_sync > 1 or accumulation_steps > 1:
             # Embedding gradients are sparse, and replicas all-gather sparse gradients: with
             # batches of different lengths their shapes differ and the collective fails. Dense
-            # gradients all-reduce with the variable's own, fixed shape.
+            # gradients all-reduce with the variable's own, fixed shape (and add up in place).
             grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
                      for g in grads]
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
         for metric in metrics.values():
             metric.update_state(labels, outputs)
+        return loss, grads
+
+    def step_fn(inputs, labels):
+        loss, grads = gradients(inputs, labels)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
         return loss
 
     def next_step(iterator):
@@ -230,9 +248,44 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
         losses = strategy.run(step_fn, args=(inputs, labels))
         return strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
 
+    if accumulation_steps > 1:
+        with strategy.scope():  # each replica sums its own gradients; the update all-reduces
+            sums = [tf.Variable(tf.zeros_like(v), trainable=False,
+                                synchronization=tf.VariableSynchronization.ON_READ,
+                                aggregation=tf.VariableAggregation.SUM)
+                    for v in model.trainable_variables]
+
+        def accumulate_fn(inputs, labels):
+            loss, grads = gradients(inputs, labels)
+            for total, grad in zip(sums, grads):
+                total.assign_add(grad)
+            return loss
+
+        def apply_fn():
+            optimizer.apply_gradients(zip([tf.identity(t) for t in sums],
+                                          model.trainable_variables))
+            for total in sums:
+                total.assign(tf.zeros_like(total))
+
+        def next_batch(iterator):
+            inputs, labels = next(iterator)
+            losses = strategy.run(accumulate_fn, args=(inputs, labels))
+            return strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
+
+        accumulate = tf.function(next_batch, reduce_retracing=True)
+        apply_sums = tf.function(lambda: strategy.run(apply_fn))
+
+        def next_update(iterator):
+            """One update from the next `accumulation_steps` batches (each call of the
+            accumulating function is one batch: XLA fusion works on it as on a step)."""
+            loss = sum(float(accumulate(iterator)) for _ in range(accumulation_steps))
+            apply_sums()
+            return loss
+
     # Both may see batches of varying length (dynamic padding). One step per call is a function
     # of its own, without the loop: XLA auto-clustering (zoo.fusion) fails on the loop.
-    train_step = tf.function(next_step, reduce_retracing=True)
+    train_step = (tf.function(next_step, reduce_retracing=True) if accumulation_steps == 1
+                  else next_update)
 
     @tf.function(reduce_retracing=True)
     def train_steps(iterator, num_steps):
@@ -255,9 +308,10 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
         for metric in metrics.values():
             metric.reset_state()
         iterator = iter(strategy.experimental_distribute_dataset(
-            dataset_fn(epoch).skip(done).take(epoch_steps - done)))
-        with progress.bar(f"train epoch {epoch + 1}/{epochs}", "ex", epoch_steps * batch_size,
-                          done * batch_size, enabled=chief) as bar, \
+            dataset_fn(epoch).skip(done * accumulation_steps)
+            .take((epoch_steps - done) * accumulation_steps)))
+        with progress.bar(f"train epoch {epoch + 1}/{epochs}", "ex", epoch_steps * update_batch,
+                          done * update_batch, enabled=chief) as bar, \
                 precision.scope(compute.precision):  # the bar is closed also when a step fails
             while done < epoch_steps:
                 num_steps = min(steps_per_execution, epoch_steps - done)
@@ -275,7 +329,7 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
                 done += num_steps
                 losses.append((loss, num_steps))
                 step = int(optimizer.iterations.numpy())
-                bar.update(batch_size * num_steps)
+                bar.update(update_batch * num_steps)
                 bar.set_postfix(loss=f"{loss:.4f}", step=f"{step}/{total_steps}")
                 crossed = lambda every: step // every != (step - num_steps) // every  # noqa: E731
                 if crossed(summary_every) or step == total_steps:
@@ -302,13 +356,14 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
             save_json(os.path.join(model_dir, HISTORY_FILE), history)
     writer.flush()
     distribute.cleanup_write_dir(write_dir, strategy)
-    timing["examples"] = timing["steps"] * batch_size
+    timing["examples"] = timing["steps"] * update_batch
     timing["examples_per_second"] = (timing["examples"] / timing["seconds"]
                                      if timing["seconds"] else 0.0)
     steady_steps = timing["steps"] - timing.get("first_call_steps", 0)
     steady_seconds = timing["seconds"] - timing.get("first_call_seconds", 0.0)
-    timing["steady_examples_per_second"] = (steady_steps * batch_size / steady_seconds
+    timing["steady_examples_per_second"] = (steady_steps * update_batch / steady_seconds
                                             if steady_steps and steady_seconds > 0 else 0.0)
+    timing["gradient_accumulation_steps"] = accumulation_steps
     timing["precision"] = compute.precision
     timing["xla_fusion"] = xla_fusion
     timing["weights_fingerprint"] = weights_fingerprint(model)
