@@ -148,6 +148,19 @@ def run_classification(read_split, pair, label_map="", task="classification"):
     multi-label) with the flags; `read_split(split)` returns a source."""
     from zoo import runner  # pylint: disable=import-outside-toplevel
 
+    from zoo.errors import UsageError  # pylint: disable=import-outside-toplevel
+
     task_class, settings_class = text_task(task)
+    own = {f.name for f in zoo_settings.flag_fields(settings_class)}
+    foreign = [f"--{field.name} is for --task_type={other}, not {task}"
+               for other in TEXT_TASKS  # tasks.classify defines the flags of every task type
+               for field in zoo_settings.flag_fields(text_task(other)[1])
+               if field.name not in own and field.name in FLAGS and FLAGS[field.name].present]
     settings = settings_from_flags(settings_class, pair=pair, label_map=label_map)
-    return run_task(lambda mode, s, r: runner.run(mode, task_class, s, r), settings, read_split)
+
+    def run(mode, s, r):
+        if foreign:
+            raise UsageError(foreign[0])
+        return runner.run(mode, task_class, s, r)
+
+    return run_task(run, settings, read_split)

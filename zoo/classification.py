@@ -21,7 +21,7 @@ import tf_keras as keras
 
 from zoo import export, metrics, plots, predict, run_record, runner
 from zoo.data import check
-from zoo.data.labels import LabelVocab, OpenLabels, parse_label_map
+from zoo.data.labels import LabelVocab, OpenLabels, class_weights, parse_label_map
 from zoo.data.pipeline import DEFAULT_SHUFFLE_BUFFER, classification_dataset
 from zoo.data.sources import ListSource
 from zoo.errors import UsageError
@@ -50,6 +50,11 @@ class Settings(RunSettings):
         "pad to --max_seq_length. dynamic and fixed train on the same batches.",
         choices=PADDINGS)
     label_map: str = setting("", "names for raw labels, '-1:negative,...'", flag=False)
+    class_weights: str = setting(
+        "none", "Weights of the classes in the training loss: none (every example counts the "
+        "same); balanced (class c weighs rows / (classes x rows of c) in the training data, so "
+        "a rare class counts as much as a common one); or a JSON file {label: weight} (raw "
+        "labels or names; others weigh 1). Reported in train_results.json.")
     bad_rows: str = setting(
         "error", "A bad row (malformed, wrong column count, missing column, empty text, "
         "unknown label, invalid UTF-8...): 'error' stops with file, line and problem; 'skip' "
@@ -96,6 +101,7 @@ class Classification(runner.Task):
         self.dynamic_padding = dynamic_padding(self.settings, run.on_tpu)
         self.padding = self.settings.padding if self.dynamic_padding else "fixed"
         self.labels = None
+        self.class_weights = None  # per class id, from the training data (`weights`)
         self.sources, self.checks = {}, {}
 
     # What depends on the kind of label (overridden by zoo.regression, zoo.multilabel).
@@ -113,8 +119,15 @@ class Classification(runner.Task):
         return classifier_core(encoder, len(self.labels), self.settings.dropout,
                                self.settings.pooling)
 
+    def weights(self, counts):
+        """Loss weights per class (`--class_weights`), or None."""
+        return class_weights(self.settings.class_weights, self.labels, counts)
+
     def loss(self, targets, outputs):
-        return sparse_cross_entropy(targets, outputs)
+        losses = sparse_cross_entropy(targets, outputs)
+        if self.class_weights is None:
+            return losses
+        return losses * tf.gather(tf.constant(self.class_weights, losses.dtype), targets)
 
     def train_metrics(self):
         return {"accuracy": keras.metrics.SparseCategoricalAccuracy()}
@@ -154,11 +167,15 @@ class Classification(runner.Task):
             self.sources["eval"] = self.read_split("eval")
         self.checks, self.labels = self.check_splits(self.sources)
         self._keep_labels()
+        self.class_weights = self.weights(self.checks["train"].label_counts)
         report = self.checks["train"].report
+        extra = {} if self.class_weights is None else dict(
+            class_weights=dict(zip(self.labels.names, self.class_weights)))
         return runner.TrainingData(
             self.checks["train"].kept, "examples", _fingerprint(self.sources["train"]),
             dict(skipped_bad_rows=report["bad_rows"],
-                 duplicates_dropped=report["duplicates_dropped"], padding=self.padding))
+                 duplicates_dropped=report["duplicates_dropped"], padding=self.padding,
+                 **extra))
 
     def _keep_labels(self):
         """Saves the training data's labels, unless a resumed run's saved ones differ."""

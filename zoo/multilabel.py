@@ -15,12 +15,14 @@ import tf_keras as keras
 
 from zoo import classification, export, metrics, predict, runner
 from zoo.data.labels import MultiLabelVocab, OpenLabels, parse_label_map
-from zoo.settings import setting
+from zoo.settings import override, setting
 
 
 @dataclasses.dataclass
 class Settings(classification.Settings):
     """Classification's settings plus the label list's separator and the decision threshold."""
+
+    class_weights: str = override(classification.Settings, "class_weights", "none", flag=False)
 
     label_separator: str = setting(
         ",", "Multi-label (--task_type=multi_label): what separates the classes in a row's "
@@ -49,6 +51,10 @@ class MultiLabel(classification.Classification):
     def vocabulary(self, counts):
         return MultiLabelVocab.from_labels(counts, parse_label_map(self.settings.label_map),
                                            separator=self.settings.label_separator)
+
+    def weights(self, counts):
+        del counts  # (--class_weights is for one class per row)
+        return None
 
     def loss(self, targets, outputs):
         return binary_cross_entropy(targets, outputs)

@@ -15,12 +15,14 @@ import tf_keras as keras
 from zoo import classification, export, metrics, plots, predict, runner
 from zoo.data.labels import ScoreLabels
 from zoo.models import regression_core
-from zoo.settings import setting
+from zoo.settings import override, setting
 
 
 @dataclasses.dataclass
 class Settings(classification.Settings):
     """Classification's settings plus the range of the scores."""
+
+    class_weights: str = override(classification.Settings, "class_weights", "none", flag=False)
 
     score_range: str = setting(
         "", "Regression (--task_type=regression): LOW,HIGH of valid scores, e.g. 0,5; a score "
@@ -38,6 +40,10 @@ class Regression(classification.Classification):
     def vocabulary(self, counts):
         del counts
         return self.open_labels()
+
+    def weights(self, counts):
+        del counts  # scores have no classes to weigh
+        return None
 
     def build_core(self, encoder):
         return regression_core(encoder, self.settings.dropout, self.settings.pooling)

@@ -35,12 +35,14 @@ def setting(default, help, choices=None, flag=True):  # pylint: disable=redefine
         help=help, choices=tuple(choices) if choices else None, flag=flag))
 
 
-def override(base, name, default, help=None):  # pylint: disable=redefined-builtin
+def override(base, name, default, help=None, flag=None):  # pylint: disable=redefined-builtin
     """The field `name` of settings class `base` with another default (and help text, if
-    given); its choices are kept."""
+    given); its choices are kept. `flag=False` takes it off the command line of a task that
+    does not use it."""
     field = next(f for f in dataclasses.fields(base) if f.name == name)
     return dataclasses.field(default=default, metadata=dict(
-        field.metadata, **({"help": help} if help else {})))
+        field.metadata, **({"help": help} if help else {}),
+        **({"flag": flag} if flag is not None else {})))
 
 
 @dataclasses.dataclass(frozen=True)

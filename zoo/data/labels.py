@@ -198,6 +198,42 @@ class LabelVocab:
         return KINDS[kind](**saved)
 
 
+def class_weights(spec, vocab, counts):
+    """Loss weights per class id of `vocab`, or None for "none".
+
+    `spec`: "none"; "balanced": class c weighs n / (classes x n_c), n_c its rows in the
+    training data (`counts`: the data check's {raw label: rows}), so every class counts as much
+    in the loss as if the classes were even; or a JSON file {label: weight} (raw labels or
+    names; a class it leaves out weighs 1).
+    """
+    if spec in (None, "", "none"):
+        return None
+    by_id = [0] * len(vocab)
+    for raw, n in counts.items():
+        by_id[vocab.encode(raw)] += n
+    if spec == "balanced":
+        total = sum(by_id)
+        return [total / (len(by_id) * n) if n else 1.0 for n in by_id]
+    try:
+        with open(spec, encoding="utf-8") as f:
+            given = json.load(f)
+    except OSError as e:
+        raise UsageError(f"{spec}: cannot read the class weights ({e.strerror}); "
+                         "--class_weights is none, balanced or a JSON file") from None
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{spec}:{e.lineno}: not valid JSON ({e.msg})") from None
+    if not isinstance(given, dict):
+        raise UsageError(f"{spec}: expected a JSON object {{label: weight}}")
+    weights = [1.0] * len(vocab)
+    for label, weight in given.items():
+        if vocab.problem(str(label)):
+            raise UsageError(f"{spec}: {vocab.problem(str(label))}")
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)) or weight < 0:
+            raise UsageError(f"{spec}: the weight of {label!r} is not a number >= 0: {weight!r}")
+        weights[vocab.encode(str(label))] = float(weight)
+    return weights
+
+
 class MultiLabelVocab(LabelVocab):
     """Several classes per row, as a `separator`-separated list (`0,15`); targets are multi-hot
     vectors over the vocabulary."""
