@@ -130,3 +130,72 @@ def test_gradient_accumulation_counts_a_step_per_update(tiny_hub, tmp_path):
     assert json.load(open(tmp_path / "model" / "run.json"))["gradient_accumulation_steps"] == 2
     with pytest.raises(UsageError, match=r"gradient_accumulation_steps: 2 -> 4"):
         _run("train", tmp_path, gradient_accumulation_steps=4)
+
+
+class Scripted(WordCount):
+    """WordCount whose evaluations report accuracies from a script."""
+
+    SCRIPT = [0.5, 0.8, 0.6, 0.7, 0.4, 0.9]
+    calls = []
+
+    def evaluate(self, core):
+        results = super().evaluate(core)
+        results["accuracy"] = self.SCRIPT[len(Scripted.calls) % len(self.SCRIPT)]
+        Scripted.calls.append(results["accuracy"])
+        return results
+
+
+def _scripted(mode, tmp_path, **settings):
+    settings = RunSettings(**dict(dict(
+        model_dir=str(tmp_path / "model"), encoder_handle="tiny", max_seq_length=16,
+        train_batch_size=8, eval_batch_size=4, num_train_epochs=6, learning_rate=1e-3,
+        xla_fusion="off"), **settings))
+    splits = dict(train=_texts(32, 0), eval=_texts(12, 1), predict=_texts(7, 2))
+    return runner.run(mode, Scripted, settings, lambda split: splits[split])
+
+
+def test_keep_best_exports_the_best_checkpoint_and_patience_stops_training(tiny_hub, tmp_path):
+    Scripted.calls.clear()
+    export_dir = str(tmp_path / "export" / "1")
+    timing = _scripted("train_and_eval", tmp_path, keep_best="accuracy",
+                       early_stopping_patience=2, export_dir=export_dir)
+    # accuracies 0.5, 0.8 (best, epoch 2, step 8), 0.6, 0.7: two without a better one
+    assert Scripted.calls == [0.5, 0.8, 0.6, 0.7]
+    assert timing["stopped_early_after_epoch"] == 4 and timing["steps"] == 16
+    model_dir = tmp_path / "model"
+    record = json.load(open(model_dir / "best.json"))
+    assert (record["metric"], record["value"], record["step"], record["epoch"]) == (
+        "accuracy", 0.8, 8, 2)
+    assert json.load(open(model_dir / "train_results.json"))["best"]["step"] == 8
+    assert [h["epoch"] for h in json.load(open(model_dir / "history.json"))] == [1, 2, 3, 4]
+
+    # the export holds the best weights (step 8), not the latest (step 16)
+    texts = tf.constant(_texts(6, 3))
+    served = tf.saved_model.load(export_dir).signatures["serving_default"](text=texts)
+    task = runner.start("export", Scripted, RunSettings(
+        model_dir=str(model_dir), encoder_handle="tiny", max_seq_length=16))
+    best_core, latest_core = runner.build_core(task), runner.build_core(task)
+    from zoo import best, train  # pylint: disable=import-outside-toplevel
+    assert best.restore(best_core, str(model_dir)) == 8
+    train.restore_model(latest_core, str(model_dir))
+    packed = task.run.packer(texts)
+    np.testing.assert_allclose(served["probabilities"],
+                               tf.nn.softmax(best_core(packed, training=False)), atol=1e-5)
+    assert not np.allclose(served["probabilities"],
+                           tf.nn.softmax(latest_core(packed, training=False)), atol=1e-5)
+
+    # a rerun does not train again; eval with --keep_best evaluates the best checkpoint
+    again = _scripted("train_and_eval", tmp_path, keep_best="accuracy",
+                      early_stopping_patience=2)
+    assert again["steps"] == 0
+    assert _scripted("eval", tmp_path, keep_best="accuracy")["step"] == 8
+
+
+def test_keep_best_settings_that_cannot_work(tiny_hub, tmp_path):
+    with pytest.raises(UsageError, match="--early_stopping_patience needs --keep_best"):
+        _scripted("train_and_eval", tmp_path, early_stopping_patience=2)
+    with pytest.raises(UsageError, match="--keep_best needs evaluations"):
+        _scripted("train", tmp_path, keep_best="accuracy")
+    with pytest.raises(UsageError, match=r"--keep_best=f1: the evaluation has no number 'f1' "
+                                         r"\(it has accuracy, epoch, step, texts\)"):
+        _scripted("train_and_eval", tmp_path, keep_best="f1", num_train_epochs=1)

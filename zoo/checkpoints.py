@@ -19,18 +19,23 @@ from zoo import run_record, stages
 from zoo.errors import UsageError
 
 
-def directory(model_dir):
-    return os.path.join(model_dir, "checkpoints")
+LATEST = "checkpoints"  # the training checkpoints of a model dir
+BEST = "best"  # the best evaluated one (`zoo.best`)
 
 
-def newest_first(model_dir):
-    """The recorded checkpoints of `model_dir`, newest first."""
-    state = tf.train.get_checkpoint_state(directory(model_dir))
+def directory(model_dir, kind=LATEST):
+    return os.path.join(model_dir, kind)
+
+
+def newest_first(model_dir, kind=LATEST):
+    """The recorded checkpoints of `model_dir` (in its folder `kind`), newest first."""
+    folder = directory(model_dir, kind)
+    state = tf.train.get_checkpoint_state(folder)
     if not state or not state.model_checkpoint_path:
         return []
     paths = [state.model_checkpoint_path] + [
         p for p in reversed(state.all_model_checkpoint_paths) if p != state.model_checkpoint_path]
-    return [p if os.path.isabs(p) else os.path.join(directory(model_dir), p) for p in paths]
+    return [p if os.path.isabs(p) else os.path.join(folder, p) for p in paths]
 
 
 def _mismatch(model_dir, path, detail):
@@ -42,11 +47,11 @@ def _mismatch(model_dir, path, detail):
                       f"number of labels?{trained}")
 
 
-def restore_newest(checkpoint, model_dir):
-    """Restores the newest readable checkpoint of `model_dir` into `checkpoint` (a
-    `tf.train.Checkpoint` whose `model` must be matched in full); returns its path, or None
-    when the model dir has no checkpoint."""
-    paths = newest_first(model_dir)
+def restore_newest(checkpoint, model_dir, kind=LATEST):
+    """Restores the newest readable checkpoint of `model_dir` (of its folder `kind`: the
+    training checkpoints, or the best one) into `checkpoint` (a `tf.train.Checkpoint` whose
+    `model` must be matched in full); returns its path, or None when there is none."""
+    paths = newest_first(model_dir, kind)
     for path in paths:
         try:
             status = checkpoint.restore(path)
@@ -67,7 +72,7 @@ def restore_newest(checkpoint, model_dir):
         logging.info("Restored %s", path)
         return path
     if paths:
-        raise UsageError(f"{directory(model_dir)}: no readable checkpoint (tried "
+        raise UsageError(f"{directory(model_dir, kind)}: no readable checkpoint (tried "
                          f"{', '.join(os.path.basename(p) for p in paths)}); train again in a "
                          "new --model_dir")
     return None

@@ -19,7 +19,7 @@ from typing import Any
 
 import tf_keras as keras
 
-from zoo import distribute, export, hub, plots, precision, run_record, stages, train
+from zoo import best, distribute, export, hub, plots, precision, run_record, stages, train
 from zoo.errors import UsageError
 from zoo.files import save_json
 from zoo.models import TextPacker
@@ -167,6 +167,7 @@ def start(mode, task_class, settings: RunSettings, read_split=None):
     and fusion resolved, the preprocessor loaded. `run` uses it; so can a benchmark or a
     notebook that wants a trained model (`restored(start("predict", ...))`)."""
     task_class.check_settings(settings)
+    best.check_settings(settings, mode)
     strategy, compute = start_run(mode, settings, task_class.training_padding(settings),
                                   task_class.MODES)
     return task_class(Run(mode, settings, strategy, compute), read_split)
@@ -219,12 +220,17 @@ def build_core(task):
 
 
 def restored(task):
-    """(core model, step) of the model dir's newest checkpoint, after checking that the model
-    dir was trained as this run's model (`run_record.check_restore`)."""
+    """(core model, step) of the model dir's newest checkpoint (with `--keep_best`, its best
+    one), after checking that the model dir was trained as this run's model
+    (`run_record.check_restore`)."""
     task.prepare_restore()
     s = task.settings
     run_record.check_restore(s.model_dir, run_record.describe(task.NAME, s, task.outputs()))
     core = build_core(task)
+    if s.keep_best:
+        step = best.restore(core, s.model_dir)
+        print(f"the best checkpoint by {s.keep_best}: step {step}")
+        return core, step
     checkpoint = train.restore_model(core, s.model_dir)
     return core, int(checkpoint.rsplit("-", 1)[1])
 
@@ -257,18 +263,35 @@ def _train(task, evaluate_each_epoch):
         optimizer = train.optimizer_for(s, plan.total_steps, run_.compute.xla_fusion)
         metrics = task.train_metrics()
 
+    keeper = best.Best(core, s, run_.strategy) if s.keep_best else None
+    stopping = []
+
     def on_epoch_end(epoch, record):
         if not evaluate_each_epoch:
             return {}
-        return evaluate(task, core, step=record["step"], epoch=epoch + 1)
+        results = evaluate(task, core, step=record["step"], epoch=epoch + 1)
+        if keeper is not None and keeper.update(results, record["step"], epoch + 1):
+            stopping.append(epoch + 1)
+        return results
 
+    if keeper is not None and keeper.stopped:
+        print(f"training stopped early at epoch {keeper.record['stopped_early']['epoch']} "
+              f"({s.early_stopping_patience} evaluations without a better {s.keep_best}); "
+              "nothing to train")
+        epochs = 0
+    else:
+        epochs = plan.epochs
     began = time.time()
     timing = train.fit(core, optimizer, task.loss, task.train_dataset, plan.steps_per_epoch,
-                       plan.epochs, s.train_batch_size, s.model_dir, s.checkpoint_every,
+                       epochs, s.train_batch_size, s.model_dir, s.checkpoint_every,
                        on_epoch_end, metrics=metrics, strategy=run_.strategy,
                        steps_per_execution=s.steps_per_execution, compute=run_.compute,
                        total_steps=plan.total_steps,
-                       accumulation_steps=s.gradient_accumulation_steps)
+                       accumulation_steps=s.gradient_accumulation_steps,
+                       stop=lambda: bool(stopping))
+    if keeper is not None:
+        keeper.close()
+        timing["best"] = keeper.record
     timing.update(wall_seconds=time.time() - began, batch_size=s.train_batch_size,
                   max_seq_length=s.max_seq_length, strategy=type(run_.strategy).__name__,
                   replicas=run_.strategy.num_replicas_in_sync, **data.report)
@@ -283,6 +306,9 @@ def _train(task, evaluate_each_epoch):
     if history:
         plots.plot_history(history, os.path.join(s.model_dir, "training_curves.png"))
     if s.export_dir:
+        if keeper is not None:
+            print(f"exporting the best checkpoint by {s.keep_best}: step "
+                  f"{best.restore(core, s.model_dir)}")
         with stages.stage("export"), precision.scope(run_.compute.eval_precision):
             print("exported to", export.save(s.export_dir, {"serving_default": task.serving(core)}))
     return timing

@@ -86,6 +86,15 @@ class RunSettings:
                          "exponential to 1% of peak.", choices=("linear", "exponential"))
     weight_decay: float = setting(0.01, "AdamW weight decay (never on LayerNorm or bias).")
     seed: int = setting(0, "Random seed (initialisation, shuffling, dropout).")
+    keep_best: str = setting(
+        "", "Keep the checkpoint of the best evaluation by this metric (a key of "
+        "eval_results.json: accuracy, f1, exact_match, pearson...; eval_loss or loss) beside "
+        "the latest, export it, and use it in eval, predict and export runs; MODEL_DIR/best.json "
+        "records which step won. Losses and errors are better lower, other metrics higher. "
+        "Needs --mode=train_and_eval.")
+    early_stopping_patience: int = setting(
+        0, "With --keep_best: stop training after this many evaluations in a row without a "
+        "better value (0: never stop early).")
     checkpoint_every: int = setting(
         0, "Also checkpoint every N training steps (0: only at the end of each epoch).")
     strategy: str = setting(

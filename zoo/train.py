@@ -175,7 +175,8 @@ def weights_fingerprint(model):
 
 def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_size, model_dir,
         checkpoint_every=0, on_epoch_end=None, summary_every=20, metrics=None, strategy=None,
-        steps_per_execution=1, compute=Compute(), total_steps=None, accumulation_steps=1):
+        steps_per_execution=1, compute=Compute(), total_steps=None, accumulation_steps=1,
+        stop=None):
     """Trains `model`; resumes from the model dir's latest checkpoint. Returns timing results.
 
     Create `model`, `optimizer` and `metrics` inside `strategy.scope()`.
@@ -186,6 +187,8 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
             global batch: each replica gets its share, and the loss is averaged over the global
             batch, so one replica and N replicas with the same global batch take the same step.
         on_epoch_end: optional (epoch, train_metrics) -> eval metrics dict, for the history.
+        stop: optional () -> bool, asked after each `on_epoch_end`: True ends training there
+            (early stopping).
         metrics: optional {name: tf_keras metric} updated with (labels, outputs) in training,
             reported per epoch as `train_<name>`.
         strategy: a tf.distribute.Strategy (default: the current one).
@@ -354,6 +357,9 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
         history = [h for h in history if h["epoch"] != epoch + 1] + [record]
         if chief:
             save_json(os.path.join(model_dir, HISTORY_FILE), history)
+        if stop is not None and stop():
+            timing["stopped_early_after_epoch"] = epoch + 1
+            break
     writer.flush()
     distribute.cleanup_write_dir(write_dir, strategy)
     timing["examples"] = timing["steps"] * update_batch
