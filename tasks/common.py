@@ -132,6 +132,30 @@ def file_source(split, columns):
     return FileSource(split_file(split), columns, require_label=split != "predict")
 
 
+TFDS_SPLITS = dict(train="train", eval="validation", predict="test")
+
+
+def glue_source(split, columns, tfds_name):
+    """A GLUE task's split: from --train_file / --eval_file / --predict_file or --data_dir, or,
+    when none of them is given, from TensorFlow Datasets (`tfds_name`, downloaded on first
+    use; labels as their ids, test rows with their `idx`)."""
+    from zoo.data.sources import ListSource  # pylint: disable=import-outside-toplevel
+    from zoo.data.tfds_source import read_tfds  # pylint: disable=import-outside-toplevel
+
+    if FLAGS[f"{split}_file"].value or FLAGS.data_dir:
+        return file_source(split, columns)
+    tfds_split = TFDS_SPLITS[split]
+    print(f"no --data_dir: reading {tfds_name} [{tfds_split}] from TensorFlow Datasets "
+          "(downloaded on first use)")
+    folder = tfds_name.split("/")[-1]
+    return ListSource(read_tfds(
+        tfds_name, tfds_split, id_column="idx" if split == "predict" else None,
+        require_label=split != "predict", label_ids=True,
+        unavailable=f"; without the internet, pass a local GLUE folder: --data_dir=DIR holding "
+                    f"train.tsv, dev.tsv and test.tsv (e.g. ../shared/data/{folder})"),
+        name=f"tfds:{tfds_name}[{tfds_split}]")
+
+
 TEXT_TASKS = ("classification", "regression", "multi_label")  # --task_type of tasks.classify
 
 

@@ -5,6 +5,7 @@ r"""Fine-tune, evaluate, predict and export a paraphrase classifier on GLUE MRPC
 
 DATA_DIR holds train.tsv, dev.tsv (eval) and test.tsv (predict) in the GLUE layout (columns
 Quality, #1 ID, #2 ID, #1 String, #2 String). Labels: 0 = not a paraphrase, 1 = paraphrase.
+Without --data_dir (or split files) the data comes from TensorFlow Datasets (glue/mrpc).
 """
 from absl import app, flags
 
@@ -21,7 +22,7 @@ def main(argv):
     del argv
 
     def read_split(split):
-        return common.file_source(split, glue_columns("mrpc"))
+        return common.glue_source(split, glue_columns("mrpc"), "glue/mrpc")
 
     common.run_classification(read_split, pair=True, label_map="0:not_paraphrase,1:paraphrase")
 

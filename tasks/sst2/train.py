@@ -4,7 +4,8 @@ r"""Fine-tune, evaluate, predict and export a sentiment classifier on GLUE SST-2
       --export_dir=runs/sst2/export/1
 
 DATA_DIR holds train.tsv, dev.tsv (eval) and test.tsv (predict) in the GLUE layout (columns
-sentence, label; test.tsv: index, sentence). Labels: 0 = negative, 1 = positive.
+sentence, label; test.tsv: index, sentence). Labels: 0 = negative, 1 = positive. Without
+--data_dir (or split files) the data comes from TensorFlow Datasets (glue/sst2).
 """
 from absl import app, flags
 
@@ -22,8 +23,9 @@ def main(argv):
 
     def read_split(split):
         labelled = split != "predict"
-        return common.file_source(split, Columns(
-            text="sentence", label="label", id=None if labelled else "index", delimiter="\t"))
+        return common.glue_source(split, Columns(
+            text="sentence", label="label", id=None if labelled else "index", delimiter="\t"),
+            "glue/sst2")
 
     common.run_classification(read_split, pair=False, label_map="0:negative,1:positive")
 

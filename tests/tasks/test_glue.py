@@ -1,9 +1,12 @@
-"""tasks.mrpc.train and tasks.sst2.train on small GLUE-layout folders made here."""
+"""tasks.mrpc.train and tasks.sst2.train on small GLUE-layout folders made here, and from TFDS
+(mock data) when no folder is given."""
 import csv
 import json
 import os
+import subprocess
+import sys
 
-from tests.helpers import run_module
+from tests.helpers import ROOT, run_module
 
 MRPC_HEADER = "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
 
@@ -64,3 +67,49 @@ def test_sst2_predictions_carry_the_test_index(tmp_path, tiny_hub):
     rows = [json.loads(line) for line in open(output)]
     assert [r["id"] for r in rows] == [str(i) for i in range(9)]
     assert {r["label"] for r in rows} <= {"negative", "positive"}
+
+
+TFDS_GLUE = """
+import sys
+import requests
+import tensorflow_datasets as tfds
+from absl import app
+from tasks.mrpc import train
+if sys.argv[1] == "offline":  # what tfds.load raised here, offline, after 204 s of retries
+    def load(*args, **kwargs):
+        raise requests.exceptions.ConnectionError(
+            "HTTPSConnectionPool(host='firebasestorage.googleapis.com', port=443): Max retries "
+            "exceeded with url: /v0/b/mtl-sentence-representations.appspot.com/o/data")
+    tfds.load = load
+    app.run(train.main, argv=["train"] + sys.argv[2:])
+else:
+    with tfds.testing.mock_data(num_examples=16):
+        app.run(train.main, argv=["train"] + sys.argv[2:])
+"""
+
+
+def _without_data_dir(kind, model_dir, *extra):
+    return subprocess.run(
+        [sys.executable, "-c", TFDS_GLUE, kind, f"--model_dir={model_dir}",
+         "--encoder_handle=tiny", "--train_batch_size=8", "--max_seq_length=32", *extra],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def test_mrpc_without_a_data_dir_reads_tfds(tmp_path, tiny_hub):
+    model_dir = tmp_path / "model"
+    result = _without_data_dir("mock", model_dir, "--num_train_epochs=1")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "no --data_dir: reading glue/mrpc [train] from TensorFlow Datasets" in result.stdout
+    labels = json.load(open(model_dir / "labels.json"))
+    assert labels["names"] == ["not_paraphrase", "paraphrase"]  # TFDS label ids, mapped
+    assert json.load(open(model_dir / "eval_results.json"))["num_examples"] == 16
+
+
+def test_mrpc_without_a_data_dir_offline_says_how_to_pass_a_folder(tmp_path):
+    result = _without_data_dir("offline", tmp_path / "model", "--mode=train")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert ("error: tfds:glue/mrpc[train]: TensorFlow Datasets could not load it "
+            "(ConnectionError: HTTPSConnectionPool(host='firebasestorage.googleapis.com'") \
+        in result.stderr
+    assert ("without the internet, pass a local GLUE folder: --data_dir=DIR holding train.tsv, "
+            "dev.tsv and test.tsv (e.g. ../shared/data/mrpc)") in result.stderr

@@ -17,14 +17,22 @@ TFDS_COLUMNS = {
 
 
 def read_tfds(name, split, text_column=None, text_b_column=None, label_column="label",
-              id_column=None, data_dir=None, require_label=True):
-    """Loads a TFDS split as `Example`s; ClassLabel ids come back as their names."""
+              id_column=None, data_dir=None, require_label=True, label_ids=False,
+              unavailable=""):
+    """Loads a TFDS split as `Example`s; ClassLabel ids come back as their names (as the ids,
+    "0", "1", ..., with `label_ids`). If TFDS cannot load the split (offline and not
+    downloaded yet), a `DataError` says why, followed by `unavailable` (what to do instead)."""
     default_a, default_b = TFDS_COLUMNS.get(name, (None, None))
     text_column = text_column or default_a
     text_b_column = text_b_column if text_b_column is not None else default_b
     if not text_column:
         raise DataError(f"tfds:{name}: pass --text_column (no default known for this dataset)")
-    ds, info = tfds.load(name, split=split, with_info=True, data_dir=data_dir)
+    try:
+        ds, info = tfds.load(name, split=split, with_info=True, data_dir=data_dir)
+    except Exception as e:  # pylint: disable=broad-except  # TFDS fails in many ways offline
+        reason = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
+        raise DataError(f"tfds:{name}[{split}]: TensorFlow Datasets could not load it "
+                        f"({type(e).__name__}: {reason}){unavailable}") from e
     features = info.features
     for column in filter(None, (text_column, text_b_column, id_column,
                                 label_column if require_label else None)):
@@ -40,7 +48,8 @@ def read_tfds(name, split, text_column=None, text_b_column=None, label_column="l
         label = None
         if label_column in row:
             label_id = int(row[label_column])
-            label = names[label_id] if names and label_id >= 0 else str(label_id)
+            label = names[label_id] if names and label_id >= 0 and not label_ids \
+                else str(label_id)
             if label_id < 0:  # unlabelled split (GLUE test sets use -1)
                 label = None
         examples.append(Example(
