@@ -40,7 +40,10 @@ def forward(weights, config, word_ids, type_ids):
         x = layer_norm(x + dense(context, p + "attention.output.dense"),
                        p + "attention.output.LayerNorm")
         h = dense(x, p + "intermediate.dense")
-        h = h * 0.5 * (1 + _erf(h / np.sqrt(2)))
+        if config.get("hidden_act", "gelu") == "gelu":
+            h = h * 0.5 * (1 + _erf(h / np.sqrt(2)))
+        else:  # "gelu_new": the tanh approximation (Google's original BERT)
+            h = 0.5 * h * (1 + np.tanh(np.sqrt(2 / np.pi) * (h + 0.044715 * h ** 3)))
         x = layer_norm(x + dense(h, p + "output.dense"), p + "output.LayerNorm")
     pooled = np.tanh(dense(x[:, 0], "pooler.dense"))
     return x, pooled

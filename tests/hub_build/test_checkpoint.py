@@ -150,3 +150,66 @@ def test_unknown_lower_casing_must_be_said(tmp_path):
     with pytest.raises(CheckpointError, match="do_lower_case"):
         read_checkpoint(folder)
     assert read_checkpoint(folder, do_lower_case=False).do_lower_case is False
+
+
+def _google_checkpoint(folder, hf_tensors, config, vocab):
+    """Writes Google's original layout: bert_config.json, vocab.txt and a TF1 checkpoint
+    `bert_model.ckpt` whose variables carry Google's names (kernels [in, out])."""
+    os.makedirs(folder, exist_ok=True)
+    google_config = {k: v for k, v in config.items() if k not in ("model_type", "layer_norm_eps")}
+    with open(os.path.join(folder, "bert_config.json"), "w") as f:
+        json.dump(dict(google_config, hidden_act="gelu"), f)
+    with open(os.path.join(folder, "vocab.txt"), "w", encoding="utf-8") as f:
+        f.write("\n".join(vocab) + "\n")
+    values = {}
+    for name, value in hf_tensors.items():
+        name = name.removeprefix("bert.").replace(".gamma", ".weight").replace(".beta", ".bias")
+        if name.endswith("LayerNorm.weight") or name.endswith("LayerNorm.bias"):
+            google = name.replace(".weight", "/gamma").replace(".bias", "/beta")
+        elif "embeddings" in name and name.endswith(".weight"):
+            google = name[:-len(".weight")]
+        else:
+            google = name.replace(".weight", "/kernel").replace(".bias", "/bias")
+            value = value.T if google.endswith("/kernel") else value
+        google = "bert/" + google.replace("encoder.layer.", "encoder/layer_").replace(".", "/")
+        values[google] = value
+    with tf.Graph().as_default():
+        variables = [tf.compat.v1.Variable(v, name=k) for k, v in values.items()]
+        saver = tf.compat.v1.train.Saver(variables)
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            saver.save(session, os.path.join(folder, "bert_model.ckpt"), write_meta_graph=False)
+    return str(folder)
+
+
+def test_googles_original_layout_converts_to_the_same_model(tmp_path):
+    tensors = _hf_tensors(CONFIG, np.random.default_rng(5), prefix="", old_layer_norm_names=False)
+    folder = _google_checkpoint(tmp_path / "uncased_L-2_H-8_A-2", tensors, CONFIG, VOCAB)
+    checkpoint = read_checkpoint(folder)
+    assert checkpoint.layout == "google" and checkpoint.do_lower_case  # "uncased" in its name
+    assert checkpoint.config.hidden_act == "gelu_new"  # Google's gelu: the tanh approximation
+    out_dir = build.build(folder, str(tmp_path / "hub"))
+    word_ids = np.array([[2, 5, 6, 7, 8, 5, 9, 10, 11, 3]])
+    type_ids = np.zeros_like(word_ids)
+    expected_seq, expected_pooled = numpy_bert.forward(
+        tensors, dict(CONFIG, hidden_act="gelu_new"), word_ids, type_ids)
+    out = hub.KerasLayer(out_dir + "/encoder")(dict(
+        input_word_ids=tf.constant(word_ids, tf.int32), input_type_ids=tf.constant(type_ids, tf.int32),
+        input_mask=tf.ones(word_ids.shape, tf.int32)))
+    np.testing.assert_allclose(out["sequence_output"].numpy(), expected_seq, atol=1e-4)
+    np.testing.assert_allclose(out["pooled_output"].numpy(), expected_pooled, atol=1e-4)
+
+
+def test_a_google_folder_says_what_is_missing(tmp_path):
+    folder = tmp_path / "bert_cased"
+    os.makedirs(folder)
+    (folder / "bert_config.json").write_text(json.dumps(
+        {k: v for k, v in CONFIG.items() if k != "model_type"}))
+    (folder / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    with pytest.raises(CheckpointError, match="bert_config.json but no TF checkpoint"):
+        read_checkpoint(str(folder))
+    tensors = _hf_tensors(CONFIG, np.random.default_rng(6), prefix="", old_layer_norm_names=False)
+    plain = _google_checkpoint(tmp_path / "bert", tensors, CONFIG, VOCAB)  # "cased"? not said
+    with pytest.raises(CheckpointError, match="cannot tell whether the vocabulary is lower-cased"):
+        read_checkpoint(plain)
+    assert read_checkpoint(plain, do_lower_case=False).do_lower_case is False

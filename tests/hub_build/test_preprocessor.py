@@ -116,3 +116,52 @@ def test_usable_as_keras_layers_the_tf_hub_way(tiny_hub):
     np.testing.assert_array_equal(
         whole(tf.constant(["Hello, World!"]))["input_word_ids"].numpy()[0, :6],
         [101, 7592, 1010, 2088, 999, 102])
+
+
+MULTILINGUAL_TEXTS = [
+    "Café Zürich, naïve façade!",            # accents: kept when cased, stripped when uncased
+    "北京是中国的首都。",                      # CJK ideographs: one word each
+    "日本語のテキストです",                    # kana are not ideographs: one word between them
+    "Ahmed said: 3ayez a5od el kitab bokra",  # Arabizi, as seed workflows fine-tune on
+    "مرحبا بالعالم، كيف الحال؟",              # Arabic, with Arabic punctuation
+    "RUNNING runners run\tfast\nÉCOLE",       # case, tabs and new lines, a capital accent
+    "Wörter, die niemand kennt: xylofonist",  # words that are not in the vocabulary: [UNK]
+]
+
+
+def _multilingual_vocab(path, lower_case):
+    """A multilingual-style vocabulary built for the test from the reference tokenizer's words:
+    whole words, some only as pieces (run + ##ning, ##ners), single CJK characters, and none of
+    the words of the last text (they become [UNK]). (Uncased, the kana word loses its dakuten,
+    "です" -> "てす", as accent stripping does in Google's uncased tokenizer.)"""
+    from tests.hub_build import reference_tokenizer  # pylint: disable=import-outside-toplevel
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "run", "##ning", "##ners", "##s",
+              "RUN", "##NING"]
+    for text in MULTILINGUAL_TEXTS[:-1]:
+        for word in reference_tokenizer.words(text, lower_case):
+            if word.lower() not in ("running", "runners") and word not in tokens:
+                tokens.append(word)
+    tokens += [":", ","]
+    path.write_text("\n".join(dict.fromkeys(tokens)) + "\n", encoding="utf-8")
+    return {token: i for i, token in enumerate(dict.fromkeys(tokens))}
+
+
+@pytest.mark.parametrize("lower_case", [False, True])
+def test_a_multilingual_vocabulary_tokenizes_as_the_reference_does(tmp_path, lower_case):
+    from tests.hub_build import reference_tokenizer  # pylint: disable=import-outside-toplevel
+    from zoo.hub_build import build  # pylint: disable=import-outside-toplevel
+    vocab_file = tmp_path / "vocab.txt"
+    vocab = _multilingual_vocab(vocab_file, lower_case)
+    build.save_preprocessor(str(tmp_path / "preprocessor"), str(vocab_file), lower_case)
+    pre = zoo_hub.load_preprocessor(str(tmp_path / "preprocessor"))
+    got = pre.tokenize(tf.constant(MULTILINGUAL_TEXTS)).to_list()
+    expected = [reference_tokenizer.tokenize(t, vocab, lower_case) for t in MULTILINGUAL_TEXTS]
+    for text, ours, theirs in zip(MULTILINGUAL_TEXTS, got, expected):
+        assert ours == theirs, text
+    names = {i: t for t, i in vocab.items()}
+    first = [names[i] for word in got[0] for i in word]
+    assert first == (["cafe", "zurich", ",", "naive", "facade", "!"] if lower_case
+                     else ["Café", "Zürich", ",", "naïve", "façade", "!"])
+    assert [names[i] for word in got[1] for i in word][:3] == ["北", "京", "是"]
+    assert len(got[2]) == 4  # 日, 本, 語, then the kana as one word
+    assert got[-1][-1] == [vocab["[UNK]"]]

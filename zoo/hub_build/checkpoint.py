@@ -1,9 +1,15 @@
-"""Reading a Hugging Face-format BERT checkpoint folder and mapping its weights onto `BertEncoder`.
+"""Reading a BERT checkpoint folder and mapping its weights onto `BertEncoder`.
 
-A folder holds `config.json`, `model.safetensors`, `vocab.txt` and usually `tokenizer_config.json`
-(which says whether the vocabulary is lower-cased). Every problem is reported as `CheckpointError`
-naming the folder or file and what is wrong with it.
+Two layouts are read:
+- Hugging Face: `config.json`, `model.safetensors`, `vocab.txt` and usually
+  `tokenizer_config.json` (which says whether the vocabulary is lower-cased);
+- Google's original TF release (`uncased_L-12_H-768_A-12`, `multi_cased_L-12_H-768_A-12`, ...):
+  `bert_config.json`, `vocab.txt` and the TF checkpoint `bert_model.ckpt.*`. Its "gelu" is the
+  tanh approximation (Google's `modeling.gelu`); whether it is lower-cased comes from the folder
+  name, as Google's names say it (`uncased` / `cased`), unless given.
+Every problem is reported as `CheckpointError` naming the folder or file and what is wrong.
 """
+import glob
 import dataclasses
 import json
 import os
@@ -25,7 +31,8 @@ class Checkpoint:
     config: BertConfig
     vocab_file: str
     do_lower_case: bool
-    weights_file: str
+    weights_file: str  # model.safetensors, or the TF checkpoint's prefix (Google's layout)
+    layout: str = "huggingface"  # or "google"
 
 
 def _read_json(path):
@@ -58,7 +65,7 @@ def _bert_config(path, raw):
         raise CheckpointError(f"{path}: {e}") from None
 
 
-def _do_lower_case(folder, override):
+def _do_lower_case(folder, override, google=False):
     if override is not None:
         return bool(override)
     tokenizer_config = os.path.join(folder, "tokenizer_config.json")
@@ -66,19 +73,15 @@ def _do_lower_case(folder, override):
         value = _read_json(tokenizer_config).get("do_lower_case")
         if value is not None:
             return bool(value)
+    name = os.path.basename(os.path.normpath(folder)).lower()
+    if google and ("uncased" in name or "cased" in name):
+        return "uncased" in name
     raise CheckpointError(
         f"{folder}: cannot tell whether the vocabulary is lower-cased (no do_lower_case in "
         "tokenizer_config.json); pass do_lower_case explicitly (--do_lower_case / --nodo_lower_case)")
 
 
-def read_checkpoint(folder, do_lower_case=None) -> Checkpoint:
-    """Validates a Hugging Face BERT folder and returns what it holds."""
-    if not os.path.isdir(folder):
-        raise CheckpointError(f"{folder}: not a directory")
-    config_path = os.path.join(folder, "config.json")
-    if not os.path.exists(config_path):
-        raise CheckpointError(f"{folder}: no config.json (expected a Hugging Face BERT checkpoint)")
-    config = _bert_config(config_path, _read_json(config_path))
+def _vocab_file(folder, config, config_name="config.json"):
     vocab_file = os.path.join(folder, "vocab.txt")
     if not os.path.exists(vocab_file):
         raise CheckpointError(f"{folder}: no vocab.txt (the WordPiece vocabulary is required)")
@@ -86,7 +89,40 @@ def read_checkpoint(folder, do_lower_case=None) -> Checkpoint:
         vocab_size = sum(1 for _ in f)
     if vocab_size != config.vocab_size:
         raise CheckpointError(
-            f"{vocab_file}: {vocab_size} tokens, but config.json says vocab_size {config.vocab_size}")
+            f"{vocab_file}: {vocab_size} tokens, but {config_name} says vocab_size "
+            f"{config.vocab_size}")
+    return vocab_file
+
+
+def _read_google(folder, do_lower_case):
+    config_path = os.path.join(folder, "bert_config.json")
+    raw = dict(_read_json(config_path))
+    if raw.get("hidden_act", "gelu") == "gelu":
+        raw["hidden_act"] = "gelu_new"  # Google's gelu is the tanh approximation
+    config = _bert_config(config_path, raw)
+    indexes = sorted(glob.glob(os.path.join(folder, "*.ckpt.index")))
+    if not indexes:
+        raise CheckpointError(f"{folder}: bert_config.json but no TF checkpoint "
+                              "(bert_model.ckpt.index and its data files)")
+    return Checkpoint(path=folder, config=config,
+                      vocab_file=_vocab_file(folder, config, "bert_config.json"),
+                      do_lower_case=_do_lower_case(folder, do_lower_case, google=True),
+                      weights_file=indexes[0][:-len(".index")], layout="google")
+
+
+def read_checkpoint(folder, do_lower_case=None) -> Checkpoint:
+    """Validates a BERT checkpoint folder (Hugging Face's or Google's layout) and returns what
+    it holds."""
+    if not os.path.isdir(folder):
+        raise CheckpointError(f"{folder}: not a directory")
+    config_path = os.path.join(folder, "config.json")
+    if not os.path.exists(config_path):
+        if os.path.exists(os.path.join(folder, "bert_config.json")):
+            return _read_google(folder, do_lower_case)
+        raise CheckpointError(f"{folder}: no config.json (expected a Hugging Face BERT checkpoint) "
+                              "and no bert_config.json (a Google BERT checkpoint)")
+    config = _bert_config(config_path, _read_json(config_path))
+    vocab_file = _vocab_file(folder, config)
     weights_file = os.path.join(folder, "model.safetensors")
     if not os.path.exists(weights_file):
         hint = (" (pytorch_model.bin found: convert it to model.safetensors first)"
@@ -97,30 +133,41 @@ def read_checkpoint(folder, do_lower_case=None) -> Checkpoint:
                       weights_file=weights_file)
 
 
-def _hf_names(config: BertConfig):
-    """Yields (our variable path, HF tensor name, transpose) for every encoder weight."""
+def _names(config: BertConfig):
+    """Yields (our variable path, HF tensor name, Google variable name, whether HF stores it
+    transposed) for every encoder weight."""
+    def names(theirs):  # "encoder/layer.3/output/dense": HF's and Google's spelling
+        return theirs.replace("/", "."), "bert/" + theirs.replace("layer.", "layer_")
+
     def dense(ours, theirs):
-        yield f"{ours}/kernel", f"{theirs}.weight", True
-        yield f"{ours}/bias", f"{theirs}.bias", False
+        hf, google = names(theirs)
+        yield f"{ours}/kernel", f"{hf}.weight", f"{google}/kernel", True
+        yield f"{ours}/bias", f"{hf}.bias", f"{google}/bias", False
 
     def layer_norm(ours, theirs):
-        yield f"{ours}/gamma", f"{theirs}.weight", False
-        yield f"{ours}/beta", f"{theirs}.bias", False
+        hf, google = names(theirs)
+        yield f"{ours}/gamma", f"{hf}.weight", f"{google}/gamma", False
+        yield f"{ours}/beta", f"{hf}.bias", f"{google}/beta", False
 
-    yield "embeddings/word_embeddings", "embeddings.word_embeddings.weight", False
-    yield "embeddings/position_embeddings", "embeddings.position_embeddings.weight", False
-    yield "embeddings/type_embeddings", "embeddings.token_type_embeddings.weight", False
-    yield from layer_norm("embeddings/layer_norm", "embeddings.LayerNorm")
+    for ours, hf, google in (("word_embeddings", "word_embeddings", "word_embeddings"),
+                             ("position_embeddings", "position_embeddings",
+                              "position_embeddings"),
+                             ("type_embeddings", "token_type_embeddings",
+                              "token_type_embeddings")):
+        yield f"embeddings/{ours}", f"embeddings.{hf}.weight", f"bert/embeddings/{google}", False
+    yield from layer_norm("embeddings/layer_norm", "embeddings/LayerNorm")
     for i in range(config.num_hidden_layers):
-        ours, theirs = f"transformer_{i}", f"encoder.layer.{i}"
+        ours = f"transformer_{i}"
+        theirs = f"encoder/layer.{i}"
         for name in ("query", "key", "value"):
-            yield from dense(f"{ours}/{name}", f"{theirs}.attention.self.{name}")
-        yield from dense(f"{ours}/attention_output", f"{theirs}.attention.output.dense")
-        yield from layer_norm(f"{ours}/attention_layer_norm", f"{theirs}.attention.output.LayerNorm")
-        yield from dense(f"{ours}/intermediate", f"{theirs}.intermediate.dense")
-        yield from dense(f"{ours}/output", f"{theirs}.output.dense")
-        yield from layer_norm(f"{ours}/output_layer_norm", f"{theirs}.output.LayerNorm")
-    yield from dense("pooler", "pooler.dense")
+            yield from dense(f"{ours}/{name}", f"{theirs}/attention/self/{name}")
+        yield from dense(f"{ours}/attention_output", f"{theirs}/attention/output/dense")
+        yield from layer_norm(f"{ours}/attention_layer_norm",
+                              f"{theirs}/attention/output/LayerNorm")
+        yield from dense(f"{ours}/intermediate", f"{theirs}/intermediate/dense")
+        yield from dense(f"{ours}/output", f"{theirs}/output/dense")
+        yield from layer_norm(f"{ours}/output_layer_norm", f"{theirs}/output/LayerNorm")
+    yield from dense("pooler", "pooler/dense")
 
 
 def _lookup(tensors, name):
@@ -133,24 +180,40 @@ def _lookup(tensors, name):
     return next((c for c in candidates if c in tensors), None)
 
 
-def load_weights(encoder_layer, checkpoint: Checkpoint):
-    """Assigns the checkpoint's weights to a built `BertEncoder` layer."""
+def _tensors(checkpoint):
+    """{name: array getter} of a checkpoint's weights file."""
+    if checkpoint.layout == "google":
+        import tensorflow as tf  # pylint: disable=import-outside-toplevel
+        try:
+            reader = tf.train.load_checkpoint(checkpoint.weights_file)
+        except (tf.errors.OpError, ValueError) as e:
+            raise CheckpointError(f"{checkpoint.weights_file}: cannot be read: "
+                                  f"{str(e).splitlines()[0]}") from None
+        return {name: (lambda name=name: reader.get_tensor(name))
+                for name in reader.get_variable_to_shape_map()}
     from safetensors.numpy import load_file  # pylint: disable=import-outside-toplevel
-
     try:
         tensors = load_file(checkpoint.weights_file)
     except Exception as e:  # safetensors raises its own error types
         raise CheckpointError(f"{checkpoint.weights_file}: cannot be read: {e}") from None
+    return {name: (lambda value=value: value) for name, value in tensors.items()}
+
+
+def load_weights(encoder_layer, checkpoint: Checkpoint):
+    """Assigns the checkpoint's weights to a built `BertEncoder` layer."""
+    tensors = _tensors(checkpoint)
+    google = checkpoint.layout == "google"
     prefix = encoder_layer.name + "/"
     variables = {v.name.split(":")[0].split(prefix, 1)[-1]: v for v in encoder_layer.weights}
     missing = []
-    for ours, theirs, transpose in _hf_names(checkpoint.config):
-        key = _lookup(tensors, theirs)
+    for ours, hf, google_name, transpose in _names(checkpoint.config):
+        theirs = google_name if google else hf
+        key = (theirs if theirs in tensors else None) if google else _lookup(tensors, theirs)
         if key is None:
             missing.append(theirs)
             continue
-        value = np.asarray(tensors[key], dtype=np.float32)
-        value = value.T if transpose else value
+        value = np.asarray(tensors[key](), dtype=np.float32)
+        value = value.T if transpose and not google else value
         variable = variables[ours]
         if tuple(variable.shape) != value.shape:
             raise CheckpointError(
