@@ -78,3 +78,18 @@ def test_a_corrupt_newest_checkpoint_falls_back_to_the_one_before(tmp_path, caps
         f.write(b"garbage")
     with pytest.raises(UsageError, match=r"no readable checkpoint \(tried ckpt-2, ckpt-1\)"):
         checkpoints.restore_newest(tf.train.Checkpoint(model=_model()), model_dir)
+
+
+def test_a_relative_model_dir_restores_too(tmp_path, monkeypatch):
+    # `--model_dir=runs/mrpc`, as README writes it: TensorFlow records the checkpoints'
+    # paths relative to their folder and hands them back with the folder in front.
+    monkeypatch.chdir(tmp_path)
+    trained = _model()
+    _save(trained, os.path.join("runs", "model"), steps=(1, 2))
+    fresh = _model()
+    path = checkpoints.restore_newest(tf.train.Checkpoint(model=fresh),
+                                      os.path.join("runs", "model"))
+    assert path == os.path.join("runs", "model", "checkpoints", "ckpt-2")
+    np.testing.assert_array_equal(fresh.weights[0].numpy(), trained.weights[0].numpy())
+    assert [os.path.basename(p) for p in checkpoints.newest_first("runs/model")] == [
+        "ckpt-2", "ckpt-1"]

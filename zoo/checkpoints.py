@@ -33,9 +33,9 @@ def newest_first(model_dir, kind=LATEST):
     state = tf.train.get_checkpoint_state(folder)
     if not state or not state.model_checkpoint_path:
         return []
-    paths = [state.model_checkpoint_path] + [
+    # (TensorFlow has already put the folder in front of the relative paths the file holds.)
+    return [state.model_checkpoint_path] + [
         p for p in reversed(state.all_model_checkpoint_paths) if p != state.model_checkpoint_path]
-    return [p if os.path.isabs(p) else os.path.join(folder, p) for p in paths]
 
 
 def _mismatch(model_dir, path, detail):
