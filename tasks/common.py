@@ -179,7 +179,9 @@ def run_classification(read_split, pair, label_map="", task="classification"):
     foreign = [f"--{field.name} is for --task_type={other}, not {task}"
                for other in TEXT_TASKS  # tasks.classify defines the flags of every task type
                for field in zoo_settings.flag_fields(text_task(other)[1])
-               if field.name not in own and field.name in FLAGS and FLAGS[field.name].present]
+               if field.name not in own and field.name in FLAGS
+               # (a flagfile holds every flag: one at its default is not a choice)
+               and FLAGS[field.name].present and FLAGS[field.name].value != field.default]
     settings = settings_from_flags(settings_class, pair=pair, label_map=label_map)
 
     def run(mode, s, r):
