@@ -10,14 +10,13 @@ patience of N, training stops after N evaluations in a row without a better valu
 run that stopped early does not train again. The export, and eval / predict / export runs with
 `--keep_best`, use the best checkpoint.
 """
-import json
 import os
 
 import tensorflow as tf
 
 from zoo import checkpoints, distribute
 from zoo.errors import UsageError
-from zoo.files import save_json
+from zoo.files import load_json, save_json
 
 BEST_FILE = "best.json"
 LOWER_IS_BETTER = ("loss", "mse", "rmse", "mae")
@@ -30,11 +29,7 @@ def metric_key(metric):
 
 def load(model_dir):
     """The saved record of the best evaluation, or None."""
-    path = os.path.join(model_dir, BEST_FILE)
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    return load_json(os.path.join(model_dir, BEST_FILE))
 
 
 def check_settings(settings, mode):

@@ -6,6 +6,14 @@ import shutil
 import tempfile
 
 
+def load_json(path, missing=None):
+    """The JSON value in `path`, or `missing` when there is no such file."""
+    if not os.path.exists(path):
+        return missing
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
 def save_json(path, value):
     """Writes `value` as indented JSON; readers never see a half-written file."""
     tmp = path + ".tmp"

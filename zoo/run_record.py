@@ -15,7 +15,7 @@ import tensorflow as tf
 from absl import logging
 
 from zoo.errors import UsageError
-from zoo.files import save_json
+from zoo.files import load_json, save_json
 
 RUN_FILE = "run.json"
 # What the weights depend on: a restore with any of these changed restores the wrong model.
@@ -59,11 +59,7 @@ def describe(task, settings, outputs, data=None):
 
 def load(model_dir):
     """The saved record of `model_dir`, or None (a model dir trained before zoo saved one)."""
-    path = os.path.join(model_dir, RUN_FILE)
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    return load_json(os.path.join(model_dir, RUN_FILE))
 
 
 def save(model_dir, record):

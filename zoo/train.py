@@ -5,7 +5,6 @@ per-epoch seed, so an interrupted epoch can be resumed exactly: the batches alre
 are skipped). The step counter is the optimizer's own `iterations`, saved with the checkpoint.
 """
 import collections
-import json
 import math
 import os
 import time
@@ -16,7 +15,7 @@ from absl import logging
 
 from zoo import checkpoints, distribute, fusion, precision, progress, stages
 from zoo.errors import UsageError
-from zoo.files import save_json
+from zoo.files import load_json, save_json
 from zoo.settings import Compute
 
 NO_WEIGHT_DECAY = ("layer_norm", "LayerNorm", "bias")
@@ -120,11 +119,7 @@ def write_eval_summaries(model_dir, step, scalars):
 
 
 def load_history(model_dir):
-    path = os.path.join(model_dir, HISTORY_FILE)
-    if not os.path.exists(path):
-        return []
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    return load_json(os.path.join(model_dir, HISTORY_FILE), missing=[])
 
 
 class Checkpoints:
