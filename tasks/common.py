@@ -86,9 +86,6 @@ def save_flags():
         f.write("\n".join(line for line in lines if line) + "\n")
 
 
-GLUE_FILES = dict(train="train.tsv", eval="dev.tsv", predict="test.tsv")
-
-
 def split_file(split):
     """The file of a split: --train_file/--eval_file/--predict_file, else in --data_dir."""
     from zoo.data.sources import MissingSplit  # pylint: disable=import-outside-toplevel
@@ -98,7 +95,8 @@ def split_file(split):
         return explicit
     data_dir = FLAGS["data_dir"].value if "data_dir" in FLAGS else None
     if data_dir:
-        return os.path.join(data_dir, GLUE_FILES[split])
+        from zoo.data import glue  # pylint: disable=import-outside-toplevel
+        return glue.split_file(data_dir, split)
     raise MissingSplit(f"no {split} data: pass --{split}_file"
                        + (" or --data_dir" if "data_dir" in FLAGS else ""))
 

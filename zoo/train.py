@@ -17,6 +17,7 @@ from zoo import checkpoints, distribute, fusion, precision, progress, stages
 from zoo.errors import UsageError
 from zoo.files import load_json, save_json
 from zoo.settings import Compute
+from zoo.steps import Mixture, step_functions
 
 NO_WEIGHT_DECAY = ("layer_norm", "LayerNorm", "bias")
 HISTORY_FILE = "history.json"
@@ -162,10 +163,38 @@ def restore_model(model, model_dir):
     return restored
 
 
-def weights_fingerprint(model):
-    """A float summarising all weights: equal on workers that hold equal weights."""
+def weights_fingerprint(weights):
+    """A float summarising weights (a model's, or a list): equal on workers that hold equal
+    weights."""
+    weights = getattr(weights, "weights", weights)
     return float(sum(tf.reduce_sum(tf.cast(w, tf.float64) * (i + 1))
-                     for i, w in enumerate(model.weights)))
+                     for i, w in enumerate(weights)))
+
+
+def _unique(variables):
+    """Variables without repeats (the encoder of several cores), in first-seen order."""
+    seen, unique = set(), []
+    for v in variables:
+        if id(v) not in seen:
+            seen.add(id(v))
+            unique.append(v)
+    return unique
+
+
+def _epoch_batches(data, strategy, done, epoch_steps, accumulation_steps):
+    """({task: distributed iterator}, [task of each step of the epoch]) for the rest of an
+    epoch: `data` is one dataset (task None) or a `Mixture`; the `done` steps are skipped."""
+    if not isinstance(data, Mixture):
+        return {None: iter(strategy.experimental_distribute_dataset(
+            data.skip(done * accumulation_steps)
+            .take((epoch_steps - done) * accumulation_steps)))}, [None] * epoch_steps
+    order = data.schedule[:epoch_steps]
+    iterators = {}
+    for task, dataset in data.datasets.items():
+        skip, left = order[:done].count(task), order[done:].count(task)
+        iterators[task] = iter(strategy.experimental_distribute_dataset(
+            dataset.skip(skip * accumulation_steps).take(left * accumulation_steps)))
+    return iterators, order
 
 
 def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_size, model_dir,
@@ -177,15 +206,20 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
     Create `model`, `optimizer` and `metrics` inside `strategy.scope()`.
 
     Args:
-        loss_fn: (labels, model outputs) -> per-example losses.
+        model: a Keras model, or (multi-task) {task: core model}, cores sharing the encoder.
+        loss_fn: (labels, model outputs) -> per-example losses; {task: that} for a multi-task
+            model.
         dataset_fn: epoch -> dataset of (inputs, labels) batches of exactly `batch_size`, the
             global batch: each replica gets its share, and the loss is averaged over the global
             batch, so one replica and N replicas with the same global batch take the same step.
+            For a multi-task model: epoch -> `zoo.steps.Mixture` (a dataset per task and the
+            task of each step).
         on_epoch_end: optional (epoch, train_metrics) -> eval metrics dict, for the history.
         stop: optional () -> bool, asked after each `on_epoch_end`: True ends training there
             (early stopping).
         metrics: optional {name: tf_keras metric} updated with (labels, outputs) in training,
-            reported per epoch as `train_<name>`.
+            reported per epoch as `train_<name>` (multi-task: names `task/metric`, updated in
+            that task's steps).
         strategy: a tf.distribute.Strategy (default: the current one).
         steps_per_execution: training steps run inside one tf.function call.
         total_steps: steps in all (default `steps_per_epoch * epochs`); fewer cut the last
@@ -217,80 +251,18 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
               else tf.summary.create_noop_writer())
 
     update_batch = batch_size * accumulation_steps
-
-    def gradients(inputs, labels):
-        """(loss, gradients) of one batch, as a share of the update's batch."""
-        with tf.GradientTape() as tape:
-            outputs = model(inputs, training=True)
-            loss = tf.nn.compute_average_loss(loss_fn(labels, outputs),
-                                              global_batch_size=update_batch)
-        grads = tape.gradient(loss, model.trainable_variables)
-        if strategy.num_replicas_in_sync > 1 or accumulation_steps > 1:
-            # Embedding gradients are sparse, and replicas all-gather sparse gradients: with
-            # batches of different lengths their shapes differ and the collective fails. Dense
-            # gradients all-reduce with the variable's own, fixed shape (and add up in place).
-            grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
-                     for g in grads]
-        for metric in metrics.values():
-            metric.update_state(labels, outputs)
-        return loss, grads
-
-    def step_fn(inputs, labels):
-        loss, grads = gradients(inputs, labels)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
-
-    def next_step(iterator):
-        """One global step on the next batch; its loss, summed over replicas."""
-        inputs, labels = next(iterator)
-        losses = strategy.run(step_fn, args=(inputs, labels))
-        return strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
-
-    if accumulation_steps > 1:
-        with strategy.scope():  # each replica sums its own gradients; the update all-reduces
-            sums = [tf.Variable(tf.zeros_like(v), trainable=False,
-                                synchronization=tf.VariableSynchronization.ON_READ,
-                                aggregation=tf.VariableAggregation.SUM)
-                    for v in model.trainable_variables]
-
-        def accumulate_fn(inputs, labels):
-            loss, grads = gradients(inputs, labels)
-            for total, grad in zip(sums, grads):
-                total.assign_add(grad)
-            return loss
-
-        def apply_fn():
-            optimizer.apply_gradients(zip([tf.identity(t) for t in sums],
-                                          model.trainable_variables))
-            for total in sums:
-                total.assign(tf.zeros_like(total))
-
-        def next_batch(iterator):
-            inputs, labels = next(iterator)
-            losses = strategy.run(accumulate_fn, args=(inputs, labels))
-            return strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None)
-
-        accumulate = tf.function(next_batch, reduce_retracing=True)
-        apply_sums = tf.function(lambda: strategy.run(apply_fn))
-
-        def next_update(iterator):
-            """One update from the next `accumulation_steps` batches (each call of the
-            accumulating function is one batch: XLA fusion works on it as on a step)."""
-            loss = sum(float(accumulate(iterator)) for _ in range(accumulation_steps))
-            apply_sums()
-            return loss
-
-    # Both may see batches of varying length (dynamic padding). One step per call is a function
-    # of its own, without the loop: XLA auto-clustering (zoo.fusion) fails on the loop.
-    train_step = (tf.function(next_step, reduce_retracing=True) if accumulation_steps == 1
-                  else next_update)
-
-    @tf.function(reduce_retracing=True)
-    def train_steps(iterator, num_steps):
-        total = tf.constant(0.0)
-        for _ in tf.range(num_steps):
-            total += next_step(iterator)
-        return total / tf.cast(num_steps, tf.float32)
+    # One model, or a multi-task run's {task: core} (cores that share the encoder): a step
+    # function per task, each updating the encoder and that task's head.
+    models = model if isinstance(model, dict) else {None: model}
+    loss_fns = loss_fn if isinstance(loss_fn, dict) else {None: loss_fn}
+    if len(models) > 1:
+        if steps_per_execution != 1:
+            raise UsageError("a multi-task run needs steps_per_execution=1")
+        optimizer.build(_unique(v for m in models.values() for v in m.trainable_variables))
+    steps = {task: step_functions(
+        core, optimizer, loss_fns[task],
+        {k: m for k, m in metrics.items() if task is None or k.startswith(f"{task}/")},
+        strategy, batch_size, accumulation_steps) for task, core in models.items()}
 
     hints = []
     if xla_fusion:
@@ -305,19 +277,21 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
         losses = []
         for metric in metrics.values():
             metric.reset_state()
-        iterator = iter(strategy.experimental_distribute_dataset(
-            dataset_fn(epoch).skip(done * accumulation_steps)
-            .take((epoch_steps - done) * accumulation_steps)))
+        iterators, order = _epoch_batches(dataset_fn(epoch), strategy, done, epoch_steps,
+                                          accumulation_steps)
         with progress.bar(f"train epoch {epoch + 1}/{epochs}", "ex", epoch_steps * update_batch,
                           done * update_batch, enabled=chief) as bar, \
                 precision.scope(compute.precision):  # the bar is closed also when a step fails
             while done < epoch_steps:
                 num_steps = min(steps_per_execution, epoch_steps - done)
                 began = time.perf_counter()
-                with stages.stage(f"training step {done + epoch * steps_per_epoch + 1}", hints):
+                task = order[done]
+                train_step, train_steps = steps[task]
+                with stages.stage(f"training step {done + epoch * steps_per_epoch + 1}"
+                                  + (f" ({task})" if task else ""), hints):
                     with fusion.scope(xla_fusion):
-                        loss = (train_step(iterator) if steps_per_execution == 1
-                                else train_steps(iterator, tf.constant(num_steps)))
+                        loss = (train_step(iterators[task]) if steps_per_execution == 1
+                                else train_steps(iterators[task], tf.constant(num_steps)))
                     loss = float(loss)
                 seconds = time.perf_counter() - began
                 if not timing["steps"]:  # the first call also traces: kept out of the steady rate
@@ -367,6 +341,7 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
     timing["gradient_accumulation_steps"] = accumulation_steps
     timing["precision"] = compute.precision
     timing["xla_fusion"] = xla_fusion
-    timing["weights_fingerprint"] = weights_fingerprint(model)
+    timing["weights_fingerprint"] = weights_fingerprint(
+        _unique(w for m in models.values() for w in m.weights))
     logging.info("weights fingerprint: %r", timing["weights_fingerprint"])
     return timing

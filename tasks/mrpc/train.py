@@ -11,7 +11,7 @@ from absl import app, flags
 
 from tasks import common
 from zoo import classification
-from zoo.data.text_files import glue_columns
+from zoo.data import glue
 
 common.define_flags(classification.Classification.MODES, classification.Settings)
 common.define_file_flags()
@@ -21,10 +21,12 @@ flags.adopt_module_key_flags(common)
 def main(argv):
     del argv
 
-    def read_split(split):
-        return common.glue_source(split, glue_columns("mrpc"), "glue/mrpc")
+    mrpc = glue.TASKS["mrpc"]
 
-    common.run_classification(read_split, pair=True, label_map="0:not_paraphrase,1:paraphrase")
+    def read_split(split):
+        return common.glue_source(split, mrpc.columns(split), "glue/mrpc")
+
+    common.run_classification(read_split, pair=mrpc.pair, label_map=mrpc.label_map)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from absl import app, flags
 
 from tasks import common
 from zoo import classification
-from zoo.data.text_files import Columns
+from zoo.data import glue
 
 common.define_flags(classification.Classification.MODES, classification.Settings)
 common.define_file_flags()
@@ -21,13 +21,12 @@ flags.adopt_module_key_flags(common)
 def main(argv):
     del argv
 
-    def read_split(split):
-        labelled = split != "predict"
-        return common.glue_source(split, Columns(
-            text="sentence", label="label", id=None if labelled else "index", delimiter="\t"),
-            "glue/sst2")
+    sst2 = glue.TASKS["sst2"]
 
-    common.run_classification(read_split, pair=False, label_map="0:negative,1:positive")
+    def read_split(split):
+        return common.glue_source(split, sst2.columns(split), "glue/sst2")
+
+    common.run_classification(read_split, pair=sst2.pair, label_map=sst2.label_map)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from absl import app, flags
 
 from tasks import common
 from zoo import classification, regression
-from zoo.data.text_files import Columns
+from zoo.data import glue
 
 common.define_flags(classification.Classification.MODES, regression.Settings)
 common.define_file_flags()
@@ -24,13 +24,12 @@ FLAGS.set_default("score_range", "0,5")
 def main(argv):
     del argv
 
-    def read_split(split):
-        labelled = split != "predict"
-        return common.file_source(split, Columns(
-            text="sentence1", text_b="sentence2", label="score",
-            id=None if labelled else "index", delimiter="\t"))
+    stsb = glue.TASKS["stsb"]
 
-    common.run_classification(read_split, pair=True, task="regression")
+    def read_split(split):
+        return common.file_source(split, stsb.columns(split))
+
+    common.run_classification(read_split, pair=stsb.pair, task=stsb.task_type)
 
 
 if __name__ == "__main__":
