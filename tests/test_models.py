@@ -27,3 +27,17 @@ def test_packer_matches_the_preprocessor_and_pads_to_seq_length(tiny_hub):
     ids = packed["input_word_ids"].numpy()[0]
     assert ids.shape == (12,) and ids[:6].tolist() == [101, 7592, 1010, 2088, 999, 102]
     np.testing.assert_array_equal(packed["input_type_ids"].numpy()[0, :8], [0] * 6 + [1, 1])
+
+
+def test_a_multi_head_core_shares_one_encoder_between_its_heads(tiny_hub):
+    from zoo.heads import ClassifierHead, SpanHead  # pylint: disable=import-outside-toplevel
+    model = models.multi_head_core(tiny_hub + "/encoder", {
+        "sentiment": ClassifierHead(2), "intent": ("mean", ClassifierHead(5)),
+        "tags": ("sequence_output", ClassifierHead(3)), "qa": SpanHead()})
+    packer = models.TextPacker(tiny_hub + "/preprocessor", seq_length=16)
+    out = model(packer(tf.constant(["a film", "a much longer text about a film"])))
+    assert out["sentiment"].shape == (2, 2) and out["intent"].shape == (2, 5)
+    assert out["tags"].shape == (2, 16, 3) and out["qa"]["start_logits"].shape == (2, 16)
+    # one encoder: its word embeddings once among the trainable variables
+    embeddings = [v for v in model.trainable_variables if "word_embeddings" in v.name]
+    assert len(embeddings) == 1

@@ -60,6 +60,29 @@ def tagging_core(encoder, num_tags, dropout=0.1, on_tpu=False):
     return keras.Model(inputs, logits, name="tagging_core")
 
 
+def multi_head_core(encoder, heads, on_tpu=False):
+    """Packed int32 inputs -> {name: head output}: one trainable encoder (a handle, or a layer
+    to share) under a dict of heads, for custom multi-task Keras code.
+
+    A head reads the encoder's `sequence_output` if it is a `SpanHead` or comes as
+    `("sequence_output", head)` (e.g. a `ClassifierHead` tagging tokens); otherwise one vector
+    per text, `pooled_output`, or `SentencePooling(kind)` of the outputs with
+    `("mean", head)` / `("cls_mean", head)`.
+    """
+    inputs = encoder_inputs()
+    outputs = _encoder(encoder, on_tpu)(inputs)
+    results = {}
+    for name, head in heads.items():
+        source, head = head if isinstance(head, tuple) else (
+            "sequence_output" if isinstance(head, SpanHead) else "cls", head)
+        if source == "sequence_output":
+            results[name] = head(outputs["sequence_output"])
+        else:
+            results[name] = head(SentencePooling(source, name=f"{name}_pooling")(
+                outputs, inputs["input_mask"]))
+    return keras.Model(inputs, results, name="multi_head_core")
+
+
 def span_core(encoder, on_tpu=False):
     """Packed int32 inputs -> {"start_logits", "end_logits"}: a trainable Hub encoder (a
     handle, or a layer to share) and a `SpanHead` on its `sequence_output`."""

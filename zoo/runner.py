@@ -137,6 +137,10 @@ class Task:
         """Per-example losses."""
         raise NotImplementedError
 
+    def loss_function(self):
+        """What training minimises: `loss` (a multi-task run: {task: its loss})."""
+        return self.loss
+
     def train_metrics(self):
         """{name: tf_keras metric} updated with (targets, outputs) in training."""
         return {}
@@ -144,6 +148,10 @@ class Task:
     def evaluate(self, core):
         """The eval split's metrics: a JSON-ready dict (its float values become summaries)."""
         raise NotImplementedError
+
+    def evaluated(self, results):
+        """Called with each evaluation's results (with its `step` when it follows training)."""
+        del results
 
     def default_output_file(self):
         """Where `predict` writes without `--output_file` (None: the flag is required)."""
@@ -156,6 +164,11 @@ class Task:
     def serving(self, core):
         """The serving module of the export (`zoo.export`)."""
         raise NotImplementedError
+
+    def signatures(self, core):
+        """{signature name: serving module} of the export; the first is also
+        `serving_default`."""
+        return {"serving_default": self.serving(core)}
 
     def check_data(self):
         """`--mode=check_data` (tasks that have it list it in `MODES`)."""
@@ -205,7 +218,7 @@ def _use_trained(task, mode):
         count = task.predict(core, path)
         print(f"wrote {count} predictions to {path}")
         return count
-    path = export.save(s.export_dir, {"serving_default": task.serving(core)})
+    path = export.save(s.export_dir, task.signatures(core))
     print("exported to", path)
     return path
 
@@ -242,6 +255,7 @@ def evaluate(task, core, step=None, epoch=None):
     for key, value in (("epoch", epoch), ("step", step)):
         if value is not None:
             results[key] = value
+    task.evaluated(results)
     scalars = {k: v for k, v in results.items() if isinstance(v, float)}
     if task.run.chief:  # every worker evaluates (the same results); the chief writes them
         save_json(os.path.join(task.settings.model_dir, "eval_results.json"), results)
@@ -282,8 +296,9 @@ def _train(task, evaluate_each_epoch):
     else:
         epochs = plan.epochs
     began = time.time()
-    timing = train.fit(core, optimizer, task.loss, task.train_dataset, plan.steps_per_epoch,
-                       epochs, s.train_batch_size, s.model_dir, s.checkpoint_every,
+    timing = train.fit(core, optimizer, task.loss_function(), task.train_dataset,
+                       plan.steps_per_epoch, epochs, s.train_batch_size, s.model_dir,
+                       s.checkpoint_every,
                        on_epoch_end, metrics=metrics, strategy=run_.strategy,
                        steps_per_execution=s.steps_per_execution, compute=run_.compute,
                        total_steps=plan.total_steps,
@@ -310,5 +325,5 @@ def _train(task, evaluate_each_epoch):
             print(f"exporting the best checkpoint by {s.keep_best}: step "
                   f"{best.restore(core, s.model_dir)}")
         with stages.stage("export"), precision.scope(run_.compute.eval_precision):
-            print("exported to", export.save(s.export_dir, {"serving_default": task.serving(core)}))
+            print("exported to", export.save(s.export_dir, task.signatures(core)))
     return timing

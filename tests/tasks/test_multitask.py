@@ -1,0 +1,158 @@
+"""tasks.multitask.train as a user runs it: two classification tasks and SQuAD on one encoder,
+per-task evaluation, one export with a signature per task, resume, bad specs and data."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tests.helpers import run_module
+from tests.tasks.test_classify import _write_csv
+from tests.tasks.test_glue import _sst2_dir
+from tests.tasks.test_squad import _squad
+
+SERVE = """
+import json, sys
+import tensorflow as tf
+import tensorflow_text  # noqa: F401
+loaded = tf.saved_model.load(sys.argv[1])
+texts = json.loads(sys.argv[2])
+out = {name: loaded.signatures[name](text=tf.constant(texts))["probabilities"].numpy().tolist()
+       for name in ("tweets", "sst2", "serving_default")}
+out["signatures"] = sorted(loaded.signatures)
+print(json.dumps(out))
+"""
+COMMON = ("--encoder_handle=tiny", "--train_batch_size=8", "--max_seq_length=32",
+          "--learning_rate=3e-3", "--warmup_proportion=0.05")
+
+
+def _specs(root):
+    tweets = dict(kind="classify", train_file=_write_csv(root / "train.csv", 96, 1),
+                  eval_file=_write_csv(root / "dev.csv", 30, 2), text_column="tweet",
+                  label_column="sentiment", label_map="-1:negative,0:neutral,1:positive")
+    sst2 = dict(kind="sst2", data_dir=_sst2_dir(str(root / "sst2")))
+    squad = dict(kind="squad", train_file=_squad(root / "squad_train.json", 32),
+                 eval_file=_squad(root / "squad_dev.json", 6), max_seq_length=64,
+                 max_query_length=24, doc_stride=24)
+    return dict(tweets=tweets, sst2=sst2, squad=squad)
+
+
+def _multitask(model_dir, tasks_file, *extra):
+    return run_module("tasks.multitask.train", f"--tasks_file={tasks_file}",
+                      f"--model_dir={model_dir}", *COMMON, *extra)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, tiny_hub):
+    root = tmp_path_factory.mktemp("multitask")
+    tasks_file = root / "tasks.json"
+    tasks_file.write_text(json.dumps(_specs(root)))
+    model_dir = root / "model"
+    result = _multitask(model_dir, tasks_file, "--num_train_epochs=6",
+                        "--task_sampling=temperature", "--temperature=2",
+                        "--keep_best=sst2/accuracy", f"--export_dir={model_dir}/export/1")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return dict(root=root, model_dir=model_dir, tasks_file=tasks_file, stdout=result.stdout)
+
+
+def test_each_task_is_evaluated_under_its_name(trained):
+    results = json.load(open(trained["model_dir"] / "eval_results.json"))
+    for key in ("tweets/accuracy", "tweets/f1_macro", "sst2/accuracy", "sst2/f1",
+                "squad/exact_match", "squad/f1"):
+        assert isinstance(results[key], float), key
+    # The words give the labels away; a head that learned nothing is at chance
+    assert results["tweets/accuracy"] > 0.5 and results["sst2/accuracy"] > 0.8, results
+    assert results["squad/num_questions"] == 6
+    best = json.load(open(trained["model_dir"] / "best_per_task.json"))
+    assert set(best) == {"tweets", "sst2", "squad"} and best["squad"]["metric"] == "f1"
+    assert best["sst2"]["metric"] == "f1" and best["tweets"]["metric"] == "accuracy"
+    kept = json.load(open(trained["model_dir"] / "best.json"))  # --keep_best=sst2/accuracy
+    assert kept["metric"] == "sst2/accuracy" and kept["step"] % 19 == 0
+    for name in ("tweets", "sst2"):  # each task keeps its own files
+        assert os.path.exists(trained["model_dir"] / "tasks" / name / "data_check_train.json")
+        assert os.path.exists(trained["model_dir"] / "tasks" / name / "confusion_matrix.png")
+    assert os.path.exists(trained["model_dir"] / "tasks" / "tweets" / "labels.json")
+
+
+def test_the_mix_is_logged_and_saved(trained):
+    mixture = json.load(open(trained["model_dir"] / "mixture.json"))
+    tasks = mixture["tasks"]
+    # 96 tweets, 24 SST-2 rows, 32 SQuAD windows: 12 + 3 + 4 = 19 steps an epoch; p ~ n^(1/2)
+    assert mixture["steps_per_epoch"] == 19 and mixture["task_sampling"] == "temperature"
+    assert tasks["tweets"]["training"] == 96 and tasks["squad"]["unit"] == "windows"
+    roots = {name: np.sqrt(t["training"]) for name, t in tasks.items()}
+    for name, t in tasks.items():
+        assert t["probability"] == pytest.approx(roots[name] / sum(roots.values()), abs=1e-3)
+    assert "task mix: tweets" in trained["stdout"]
+    timing = json.load(open(trained["model_dir"] / "train_results.json"))
+    assert timing["steps"] == 6 * 19 and timing["mixture"] == mixture
+
+
+def test_one_export_with_a_signature_per_task_and_the_encoder_stored_once(trained):
+    export_dir = trained["model_dir"] / "export" / "1"
+    texts = ["great loved wonderful", "awful boring hated", "a great film 3", "a dull film 4"]
+    env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
+    served = subprocess.run([sys.executable, "-c", SERVE, str(export_dir), json.dumps(texts)],
+                            capture_output=True, text=True, timeout=600, env=env)
+    assert served.returncode == 0, served.stderr[-3000:]
+    out = json.loads(served.stdout.strip().splitlines()[-1])
+    assert out["signatures"] == ["serving_default", "squad", "sst2", "tweets"]
+    assert out["serving_default"] == out["tweets"]  # the first task
+    # each signature gives what the multi-task model itself predicts
+    from zoo import multitask, runner  # pylint: disable=import-outside-toplevel
+    settings = multitask.Settings(model_dir=str(trained["model_dir"]), encoder_handle="tiny",
+                                  max_seq_length=32, keep_best="sst2/accuracy",  # as exported
+                                  tasks=json.load(open(trained["tasks_file"])))
+    task = runner.start("export", multitask.MultiTask, settings)
+    cores, _ = runner.restored(task)
+    for name in ("tweets", "sst2"):
+        packed = task.tasks[name].run.packer(tf.constant(texts))
+        expected = tf.nn.softmax(cores[name](packed, training=False)).numpy()
+        np.testing.assert_allclose(out[name], expected, atol=1e-5)
+    # three heads, one encoder: the weights take about what one single-task model's take
+    single = trained["root"] / "single"
+    result = run_module("tasks.sst2.train", f"--data_dir={trained['root'] / 'sst2'}",
+                        f"--model_dir={single}", "--mode=train", "--num_train_epochs=1",
+                        f"--export_dir={single}/export/1", *COMMON)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+    def variables_size(path):
+        folder = os.path.join(path, "variables")
+        return sum(os.path.getsize(os.path.join(folder, f)) for f in os.listdir(folder))
+
+    ratio = variables_size(export_dir) / variables_size(single / "export" / "1")
+    assert ratio < 1.1, ratio
+
+
+def test_a_rerun_resumes_and_eval_evaluates_every_task(trained):
+    result = _multitask(trained["model_dir"], trained["tasks_file"], "--num_train_epochs=6",
+                        "--task_sampling=temperature", "--temperature=2", "--mode=train")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.load(open(trained["model_dir"] / "train_results.json"))["steps"] == 0
+    result = _multitask(trained["model_dir"], trained["tasks_file"], "--mode=eval")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.load(open(trained["model_dir"] / "eval_results.json"))["step"] == 6 * 19
+
+
+def test_bad_specs_and_bad_rows_name_what_is_wrong(trained, tmp_path):
+    specs = _specs(tmp_path)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(dict(specs, extra=dict(kind="translate"))))
+    result = _multitask(tmp_path / "m1", bad, "--mode=train")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert f"error: {bad}: task 'extra': 'kind' must be one of" in result.stderr
+    bad.write_text(json.dumps(dict(tweets=dict(specs["tweets"], colour="blue"))))
+    result = _multitask(tmp_path / "m2", bad, "--mode=train")
+    assert f"error: {bad}: task 'tweets': unknown keys ['colour']" in result.stderr
+    rows = open(specs["tweets"]["train_file"]).read().splitlines()
+    rows[5] = "x5,,negative"  # an empty text on line 6
+    broken = tmp_path / "broken.csv"
+    broken.write_text("\n".join(rows) + "\n")
+    bad.write_text(json.dumps(dict(sst2=specs["sst2"],
+                                   tweets=dict(specs["tweets"], train_file=str(broken)))))
+    result = _multitask(tmp_path / "m3", bad, "--mode=train")
+    assert result.returncode != 0 and "Traceback" not in result.stderr
+    assert f"error: {broken}:6: " in result.stderr
