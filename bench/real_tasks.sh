@@ -3,7 +3,7 @@
 # issue 16, evaluates each on its held-out split and checks each export against --mode=predict;
 # then bench/real_tasks.py collects the results as JSON lines.
 #
-#   bench/real_tasks.sh [stsb|ner|wnut|go_emotions|squad2 ...]   # default: all, in this order
+#   bench/real_tasks.sh [stsb|ner|wnut|go_emotions|squad2|multitask ...]   # default: all
 #   .venv/bin/python bench/real_tasks.py > bench/results/real_tasks.jsonl
 #
 # Model dirs go to runs/<name>; each run's output to runs/<name>.log. On 2 cores: STS-B about 6
@@ -77,7 +77,27 @@ squad2() {
     > runs/squad2_floor.json
 }
 
+multitask() {
+  # MRPC and the first 10,000 rows of SST-2 train, jointly (proportional sampling: each task
+  # sees about the examples it sees alone) and each alone; then the exports side by side.
+  head -n 10001 $D/sst2/train.tsv > runs/sst2_train_10k.tsv
+  printf '{"mrpc": {"kind": "mrpc", "data_dir": "%s"}, "sst2": {"kind": "sst2", "train_file": "%s", "eval_file": "%s"}}' \
+    $D/mrpc runs/sst2_train_10k.tsv $D/sst2/dev.tsv > runs/mt_tasks.json
+  log "MRPC alone"
+  $PY -m tasks.mrpc.train --data_dir=$D/mrpc --model_dir=runs/mt_single_mrpc \
+    --export_dir=runs/mt_single_mrpc/export/1 > runs/mt_single_mrpc.log 2>&1
+  log "SST-2 (10,000 rows) alone"
+  $PY -m tasks.sst2.train --train_file=runs/sst2_train_10k.tsv --eval_file=$D/sst2/dev.tsv \
+    --model_dir=runs/mt_single_sst2 --export_dir=runs/mt_single_sst2/export/1 \
+    > runs/mt_single_sst2.log 2>&1
+  log "MRPC + SST-2 jointly"
+  $PY -m tasks.multitask.train --tasks_file=runs/mt_tasks.json --model_dir=runs/mt_joint \
+    --export_dir=runs/mt_joint/export/1 > runs/mt_joint.log 2>&1
+  $PY bench/multitask_export.py --multi=runs/mt_joint/export/1 \
+    --single=runs/mt_single_mrpc/export/1,runs/mt_single_sst2/export/1 > runs/mt_export.json
+}
+
 mkdir -p runs
-for name in "${@:-stsb ner wnut go_emotions squad2}"; do
+for name in "${@:-stsb ner wnut go_emotions squad2 multitask}"; do
   for task in $name; do $task; done
 done

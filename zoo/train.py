@@ -298,6 +298,9 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
                     timing.update(first_call_seconds=seconds, first_call_steps=num_steps)
                 timing["seconds"] += seconds
                 timing["steps"] += num_steps
+                if task is not None:  # multi-task: the steps each task took
+                    per_task = timing.setdefault("steps_per_task", {})
+                    per_task[task] = per_task.get(task, 0) + num_steps
                 done += num_steps
                 losses.append((loss, num_steps))
                 step = int(optimizer.iterations.numpy())

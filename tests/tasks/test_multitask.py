@@ -89,6 +89,8 @@ def test_the_mix_is_logged_and_saved(trained):
     assert "task mix: tweets" in trained["stdout"]
     timing = json.load(open(trained["model_dir"] / "train_results.json"))
     assert timing["steps"] == 6 * 19 and timing["mixture"] == mixture
+    assert sum(timing["steps_per_task"].values()) == 6 * 19
+    assert set(timing["steps_per_task"]) == {"tweets", "sst2", "squad"}
 
 
 def test_one_export_with_a_signature_per_task_and_the_encoder_stored_once(trained):
