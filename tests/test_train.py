@@ -37,23 +37,31 @@ def test_weight_decay_skips_layer_norm_and_bias():
     assert float(bias[0]) == 1.0 and float(gamma[0]) == 1.0
 
 
-def _toy_setup(model_dir, seed=0):
+def _toy_model(seed=0):
     keras.utils.set_random_seed(seed)
-    model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"),
-                              keras.layers.Dense(2)])
+    return keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"),
+                             keras.layers.Dense(2)])
+
+
+def _toy_data():
+    x = np.random.default_rng(0).normal(size=(32, 4)).astype(np.float32)
+    return x, (x[:, 0] > 0).astype(np.int64)
+
+
+def _toy_loss(labels, logits):
+    return keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
+
+
+def _toy_setup(model_dir, seed=0):
+    model = _toy_model(seed)
     optimizer = train.create_optimizer(0.05, total_steps=12, warmup_steps=2)
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(32, 4)).astype(np.float32)
-    y = (x[:, 0] > 0).astype(np.int64)
+    x, y = _toy_data()
 
     def dataset_fn(epoch):  # an order that depends on the epoch alone, as zoo's pipelines do
         order = np.random.default_rng(epoch).permutation(32)
         return tf.data.Dataset.from_tensor_slices((x[order], y[order])).batch(8)
 
-    def loss_fn(labels, logits):
-        return keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
-
-    return model, optimizer, dataset_fn, loss_fn
+    return model, optimizer, dataset_fn, _toy_loss
 
 
 class _Crash(Exception):
@@ -190,18 +198,10 @@ def _one_update(model_dir, batch_size, accumulation_steps, strategy=None):
     """The weights after one update over the same 32 examples, in batches of `batch_size`."""
     strategy = strategy or tf.distribute.get_strategy()
     with strategy.scope():
-        keras.utils.set_random_seed(0)
-        model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(8, activation="relu"),
-                                  keras.layers.Dense(2)])
+        model = _toy_model()
         optimizer = train.create_optimizer(0.05, total_steps=10, warmup_steps=0)
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=(32, 4)).astype(np.float32)
-    y = (x[:, 0] > 0).astype(np.int64)
-
-    def loss_fn(labels, logits):
-        return keras.losses.sparse_categorical_crossentropy(labels, logits, from_logits=True)
-
-    timing = train.fit(model, optimizer, loss_fn,
+    x, y = _toy_data()
+    timing = train.fit(model, optimizer, _toy_loss,
                        lambda epoch: tf.data.Dataset.from_tensor_slices((x, y)).batch(batch_size),
                        1, 1, batch_size, model_dir, strategy=strategy,
                        accumulation_steps=accumulation_steps)
