@@ -77,3 +77,16 @@ def test_each_tasks_help_lists_only_the_flags_it_uses():
     assert not mrpc_flags & {"doc_stride", "text_column", "label_map", "max_train_questions"}
     classify_flags = _help_flags("tasks.classify.train")
     assert {"text_column", "label_map", "tfds_name", "padding"} <= classify_flags
+
+
+def test_the_new_tasks_help_lists_only_their_flags():
+    stsb = _help_flags("tasks.stsb.train")
+    assert {"score_range", "pooling", "data_dir"} <= stsb
+    assert not stsb & {"class_weights", "threshold", "label_separator", "doc_stride"}
+    tagging = _help_flags("tasks.tagging.train")
+    assert {"doc_stride", "bad_rows", "train_file"} <= tagging
+    assert not tagging & {"pooling", "padding", "label_map", "data_dir", "class_weights"}
+    multi = _help_flags("tasks.multitask.train")
+    assert {"tasks_file", "tasks", "task_sampling", "temperature", "mrpc_data_dir",
+            "keep_best", "learning_rate"} <= multi
+    assert not multi & {"doc_stride", "pooling", "train_file", "text_column"}
