@@ -7,8 +7,8 @@
 #   .venv/bin/python bench/real_tasks.py > bench/results/real_tasks.jsonl
 #
 # Model dirs go to runs/<name>; each run's output to runs/<name>.log. On 2 cores: STS-B about 6
-# minutes a run, CoNLL-2003 about 20, GoEmotions about 20, SQuAD 2.0 (16,000 SQuAD v1.1
-# questions and 8,000 unanswerable copies, then all of the v2.0 dev set) about 70.
+# minutes a run, CoNLL-2003 about 20, GoEmotions about 20, SQuAD 2.0 (10,000 SQuAD v1.1
+# questions and 5,000 unanswerable copies, then all of the v2.0 dev set) about 55.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 D=${SHARED_DATA:-../shared/data}
@@ -67,7 +67,7 @@ go_emotions() {
 squad2() {
   log "SQuAD 2.0"
   $PY -m tasks.squad.train --version_2_with_negative \
-    --train_file=$D/squad_v1/train-v1.1-explorer.json --max_train_questions=16000 \
+    --train_file=$D/squad_v1/train-v1.1-explorer.json --max_train_questions=10000 \
     --unanswerable_fraction=0.5 --eval_file=$D/squad_v2/dev-v2.0-rebuilt.json \
     --num_train_epochs=1 --learning_rate=1e-4 --model_dir=runs/squad2 \
     --export_dir=runs/squad2/export/1 > runs/squad2.log 2>&1
