@@ -19,7 +19,8 @@ log() { echo "+ $*" >&2; }
 stsb() {
   for pooling in cls mean; do
     log "STS-B, --pooling=$pooling"
-    $PY -m tasks.stsb.train --data_dir=$D/stsb --pooling=$pooling --model_dir=runs/stsb_$pooling \
+    $PY -m tasks.stsb.train --data_dir=$D/stsb --pooling=$pooling --learning_rate=5e-5 \
+      --model_dir=runs/stsb_$pooling \
       --export_dir=runs/stsb_$pooling/export/1 > runs/stsb_$pooling.log 2>&1
     $CHECK --kind=regression --model_dir=runs/stsb_$pooling --data=$D/stsb/dev.tsv \
       --text_column=sentence1 --text_b_column=sentence2 -- tasks.stsb.train --pooling=$pooling \
@@ -51,7 +52,7 @@ wnut() {
 
 go_emotions() {
   local flags="--task_type=multi_label --noheader --quoting=csv --text_column=0 --label_column=1
-    --id_column=2 --pooling=mean"
+    --id_column=2 --pooling=mean --learning_rate=5e-5"
   log "GoEmotions"
   $PY -m tasks.classify.train $flags --label_names_file=$D/go_emotions/emotions.txt \
     --train_file=$D/go_emotions/train.tsv --eval_file=$D/go_emotions/dev.tsv \
@@ -84,10 +85,12 @@ multitask() {
   printf '{"mrpc": {"kind": "mrpc", "data_dir": "%s"}, "sst2": {"kind": "sst2", "train_file": "%s", "eval_file": "%s"}}' \
     $D/mrpc runs/sst2_train_10k.tsv $D/sst2/dev.tsv > runs/mt_tasks.json
   log "MRPC alone"
-  $PY -m tasks.mrpc.train --data_dir=$D/mrpc --model_dir=runs/mt_single_mrpc \
+  # (the single-task runs at the multi-task runner's learning rate, 5e-5)
+  $PY -m tasks.mrpc.train --data_dir=$D/mrpc --learning_rate=5e-5 --model_dir=runs/mt_single_mrpc \
     --export_dir=runs/mt_single_mrpc/export/1 > runs/mt_single_mrpc.log 2>&1
   log "SST-2 (10,000 rows) alone"
   $PY -m tasks.sst2.train --train_file=runs/sst2_train_10k.tsv --eval_file=$D/sst2/dev.tsv \
+    --learning_rate=5e-5 \
     --model_dir=runs/mt_single_sst2 --export_dir=runs/mt_single_sst2/export/1 \
     > runs/mt_single_sst2.log 2>&1
   log "MRPC + SST-2 jointly"

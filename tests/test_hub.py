@@ -18,6 +18,15 @@ def test_default_model_is_built_into_the_cache_once_and_reused(minilm_hub, zoo_c
     assert os.path.getmtime(os.path.join(minilm_hub, build.BUILD_INFO)) == stamp
 
 
+def test_each_encoder_says_which_pooling_it_was_trained_for(minilm_hub, tiny_hub):
+    # all-MiniLM-L6-v2 is a sentence-transformers model (mean pooling); tiny and tfhub.dev
+    # BERTs have a pooler trained on [CLS]
+    assert hub.default_pooling("minilm_l6_h384_uncased") == "mean"
+    assert hub.default_pooling(minilm_hub) == hub.default_pooling(minilm_hub + "/encoder") == "mean"
+    assert hub.default_pooling("tiny") == hub.default_pooling(tiny_hub) == "cls"
+    assert hub.default_pooling("bert_en_uncased_L-12_H-768_A-12") == "cls"
+
+
 def test_a_cached_build_of_an_older_format_is_rebuilt(monkeypatch, tmp_path):
     import json  # pylint: disable=import-outside-toplevel
     monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path))

@@ -199,3 +199,29 @@ def test_keep_best_settings_that_cannot_work(tiny_hub, tmp_path):
     with pytest.raises(UsageError, match=r"--keep_best=f1: the evaluation has no number 'f1' "
                                          r"\(it has accuracy, epoch, step, texts\)"):
         _scripted("train_and_eval", tmp_path, keep_best="f1", num_train_epochs=1)
+
+
+def test_auto_pooling_is_the_trained_one_else_the_encoders(monkeypatch, tmp_path):
+    from zoo import classification, run_record  # pylint: disable=import-outside-toplevel
+    monkeypatch.setattr(runner.hub, "default_pooling",
+                        lambda handle: {"minilm": "mean", "tiny": "cls"}[handle])
+
+    def resolved(model_dir, handle="minilm", pooling="auto"):
+        settings = classification.Settings(model_dir=str(model_dir), encoder_handle=handle,
+                                           pooling=pooling)
+        return runner.resolved_pooling(settings).pooling
+
+    assert classification.Settings().pooling == "auto"
+    assert resolved(tmp_path / "new") == "mean" and resolved(tmp_path / "new", "tiny") == "cls"
+    assert resolved(tmp_path / "new", pooling="cls_mean") == "cls_mean"  # said is said
+    trained = tmp_path / "trained"
+    trained.mkdir()
+    run_record.save(str(trained), dict(task="classification", encoder_handle="minilm",
+                                       pooling="cls"))
+    assert resolved(trained) == "cls"  # what the weights were trained with
+    assert resolved(trained, "tiny") == "cls"  # another encoder: its own (restore says more)
+    run_record.save(str(trained), dict(task="classification", encoder_handle="minilm"))
+    assert resolved(trained) == "cls"  # a run.json from before --pooling
+    old = tmp_path / "older"
+    (old / "checkpoints").mkdir(parents=True)
+    assert resolved(old) == "cls"  # checkpoints from before run.json

@@ -39,10 +39,12 @@ class Settings(RunSettings):
     pair: bool = setting(False, "two texts per example (text_a, text_b)", flag=False)
     dropout: float = setting(0.1, "Dropout rate of the head (on the pooled vector).")
     pooling: str = setting(
-        "cls", "The vector per text the head reads: cls (the encoder's pooled_output, its "
+        "auto", "The vector per text the head reads: cls (the encoder's pooled_output, its "
         "pooler on [CLS]), mean (the mean of sequence_output over the real tokens; what "
-        "sentence-embedding models such as all-MiniLM-L6-v2 were trained for) or cls_mean "
-        "(both, concatenated).", choices=POOLINGS)
+        "sentence-embedding models such as all-MiniLM-L6-v2 were trained for), cls_mean "
+        "(both, concatenated) or auto: the one the encoder was trained for (mean for the "
+        "default MiniLM, cls for other BERTs; zoo.hub.default_pooling), or, for a model dir "
+        "that was trained, the one it was trained with.", choices=("auto",) + POOLINGS)
     padding: str = setting(
         "bucketed", "bucketed: cut each batch to its longest text, and make training batches "
         "of texts of similar length (least padding; rows are still shuffled, batches within "
@@ -68,6 +70,11 @@ class Settings(RunSettings):
         "streams, interleaved, and shuffled through this buffer).")
     output_file: str = override(RunSettings, "output_file", None,
                                 "Predictions file (.csv or .jsonl) for --mode=predict.")
+    learning_rate: float = override(
+        RunSettings, "learning_rate", 1e-4,
+        "Peak learning rate of AdamW (after warmup). The default suits the default encoder "
+        "(MiniLM-L6-H384: on BANKING77 validation 0.920 against 0.866 at 5e-5); BERT-Base and "
+        "larger are usually tuned between 2e-5 and 5e-5.")
 
 
 def dynamic_padding(settings, on_tpu):

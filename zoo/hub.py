@@ -189,6 +189,24 @@ def _is_bert_encoder(loaded):
                for inputs, outputs in _signatures(loaded))
 
 
+def default_pooling(encoder_handle):
+    """The sentence vector an encoder was trained to give: "mean" or "cls".
+
+    A zoo-build-hub build (a locally built name, its output folder or the `encoder/` in it)
+    records it in its build info (`zoo.hub_build.checkpoint.sentence_pooling`: "mean" for
+    sentence-embedding checkpoints such as all-MiniLM-L6-v2); any other encoder (a tfhub.dev
+    BERT, a SavedModel folder) is "cls", its pooler on [CLS].
+    """
+    encoder = _resolve(encoder_handle, "encoder")
+    if encoder.startswith(URL_PREFIXES):
+        return "cls"
+    for folder in (os.path.dirname(os.path.normpath(encoder)), encoder):
+        info = hub_build.build_info(folder)
+        if info is not None:
+            return info.get("pooling", "cls")
+    return "cls"
+
+
 def encoder_layer(handle, trainable=True, on_tpu=False, name="encoder"):
     """The encoder as a `hub.KerasLayer` taking the three int32 inputs, returning the Hub dict.
 

@@ -67,6 +67,8 @@ class Settings(RunSettings):
         "--temperature).", choices=SAMPLINGS)
     temperature: float = setting(2.0, "T of --task_sampling=temperature (1: proportional; "
                                  "larger: closer to uniform).")
+    pooling: Optional[dict] = setting(None, "{task name: its pooling} of the tasks that pool, "
+                                      "as resolved at the start of the run", flag=False)
 
 
 def _place(settings, name=None):
@@ -168,10 +170,15 @@ class MultiTask(runner.Task):
         super().__init__(run, read_split)
         self.tasks = {}
         for name, spec in self.settings.tasks.items():
-            sub = task_settings(self.settings, name, spec)
+            sub = runner.resolved_pooling(task_settings(self.settings, name, spec),
+                                          runner.trained_pooling(self.settings.model_dir,
+                                                                 self.settings.encoder_handle, name))
             os.makedirs(sub.model_dir, exist_ok=True)
             self.tasks[name] = KINDS[spec["kind"]][0](
                 runner.Run(run.mode, sub, run.strategy, run.compute), read_split_of(spec, sub))
+        self.settings = dataclasses.replace(self.settings, pooling={
+            name: task.settings.pooling for name, task in self.tasks.items()
+            if hasattr(task.settings, "pooling")})  # recorded in run.json
         self.probabilities = self.steps_per_epoch = None
 
     def prepare_training(self, evaluate_each_epoch):

@@ -175,6 +175,30 @@ class Task:
         raise NotImplementedError
 
 
+def trained_pooling(model_dir, encoder_handle, name=None):
+    """The pooling `model_dir` was trained with (its run.json; task `name`'s in a multi-task
+    record), "cls" for a model dir trained before zoo had `--pooling`, or None for one not
+    trained yet (or trained with another encoder: the restore check says so)."""
+    saved = run_record.load(model_dir)
+    if saved is not None and saved.get("encoder_handle") == encoder_handle:
+        pooling = saved.get("pooling") or "cls"
+        return pooling.get(name, "cls") if isinstance(pooling, dict) else pooling
+    if saved is None and os.path.isdir(os.path.join(model_dir, "checkpoints")):
+        return "cls"
+    return None
+
+
+def resolved_pooling(settings, trained=None):
+    """`settings` with `pooling="auto"` made concrete: the pooling the model dir was trained
+    with (`trained`, else `trained_pooling`), else the one the encoder was trained for
+    (`zoo.hub.default_pooling`). Settings of tasks that do not pool are returned as they are."""
+    if getattr(settings, "pooling", None) != "auto":
+        return settings
+    pooling = (trained or trained_pooling(settings.model_dir, settings.encoder_handle)
+               or hub.default_pooling(settings.encoder_handle))
+    return dataclasses.replace(settings, pooling=pooling)
+
+
 def start(mode, task_class, settings: RunSettings, read_split=None):
     """The task of a run, started: mode and settings checked, model dir, strategy, precisions
     and fusion resolved, the preprocessor loaded. `run` uses it; so can a benchmark or a
@@ -183,6 +207,7 @@ def start(mode, task_class, settings: RunSettings, read_split=None):
     best.check_settings(settings, mode)
     strategy, compute = start_run(mode, settings, task_class.training_padding(settings),
                                   task_class.MODES)
+    settings = resolved_pooling(settings)
     return task_class(Run(mode, settings, strategy, compute), read_split)
 
 

@@ -9,8 +9,9 @@ import tensorflow_hub as hub
 from safetensors.numpy import save_file
 
 from tests.hub_build import numpy_bert
+from zoo import hub as hub_lib
 from zoo.hub_build import build
-from zoo.hub_build.checkpoint import CheckpointError, read_checkpoint
+from zoo.hub_build.checkpoint import CheckpointError, read_checkpoint, sentence_pooling
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "##s",
          ".", ",", "a", "dog"]
@@ -74,6 +75,30 @@ def test_converted_checkpoint_matches_a_numpy_forward_pass(tmp_path):
     assert ids.tolist() == [2, 5, 6, 10, 7, 8, 13, 9, 11, 3]
     info = json.load(open(os.path.join(out_dir, build.BUILD_INFO)))
     assert info["random_init"] is False and info["config"]["hidden_size"] == 8
+    assert info["pooling"] == "cls"  # a plain BERT folder: its pooler
+    assert hub_lib.default_pooling(out_dir) == hub_lib.default_pooling(out_dir + "/encoder") == "cls"
+
+
+def test_the_pooling_a_sentence_transformers_folder_was_trained_for(tmp_path):
+    folder = tmp_path / "st"
+    (folder / "1_Pooling").mkdir(parents=True)
+    config = folder / "1_Pooling" / "config.json"
+    assert sentence_pooling(str(tmp_path)) == "cls"  # no 1_Pooling: a plain BERT
+    for modes, expected in (({"pooling_mode_mean_tokens": True}, "mean"),
+                            ({"pooling_mode_cls_token": True}, "cls")):
+        config.write_text(json.dumps(dict(word_embedding_dimension=8, **modes)))
+        assert sentence_pooling(str(folder)) == expected
+    config.write_text(json.dumps({"pooling_mode_max_tokens": True}))
+    with pytest.raises(CheckpointError, match=r"1_Pooling/config.json: pooling "
+                       r"pooling_mode_max_tokens is not one zoo has"):
+        sentence_pooling(str(folder))
+    hf = _write_folder(tmp_path / "hf", tensors=_hf_tensors(CONFIG, np.random.default_rng(3)))
+    os.makedirs(os.path.join(hf, "1_Pooling"))
+    with open(os.path.join(hf, "1_Pooling", "config.json"), "w", encoding="utf-8") as f:
+        json.dump({"pooling_mode_mean_tokens": True}, f)
+    out_dir = build.build(hf, str(tmp_path / "hub"))
+    assert json.load(open(os.path.join(out_dir, build.BUILD_INFO)))["pooling"] == "mean"
+    assert hub_lib.default_pooling(out_dir + "/encoder") == "mean"
 
 
 def test_an_existing_build_is_not_overwritten_by_accident(tmp_path):

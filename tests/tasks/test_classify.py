@@ -220,6 +220,7 @@ def test_a_rerun_with_other_settings_stops_unless_allowed(data, tiny_hub, tmp_pa
     assert result.returncode == 0, result.stderr[-3000:]
     saved = json.load(open(os.path.join(model_dir, "run.json")))
     assert saved["task"] == "classification" and saved["outputs"] == ["-1", "0", "1"]
+    assert saved["pooling"] == "cls"  # --pooling=auto, resolved: the tiny encoder's pooler
 
     with open(train_file, "a", encoding="utf-8") as f:  # the data changes too
         f.write("x1,loved it,1\n")

@@ -128,6 +128,9 @@ def test_a_rerun_resumes_and_eval_evaluates_every_task(trained):
                         "--task_sampling=temperature", "--temperature=2", "--mode=train")
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.load(open(trained["model_dir"] / "train_results.json"))["steps"] == 0
+    # each pooled task's --pooling=auto, resolved (the tiny encoder's pooler), in run.json
+    assert json.load(open(trained["model_dir"] / "run.json"))["pooling"] == dict(tweets="cls",
+                                                                                sst2="cls")
     result = _multitask(trained["model_dir"], trained["tasks_file"], "--mode=eval")
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.load(open(trained["model_dir"] / "eval_results.json"))["step"] == 4 * 19

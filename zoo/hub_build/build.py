@@ -23,8 +23,9 @@ TINY_CONFIG = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                    intermediate_size=64, max_position_embeddings=512)
 BUILD_INFO = "zoo_build_info.json"
 # Raised when the SavedModels zoo writes change (the weights may not); cached builds of an older
-# format are rebuilt by `zoo.hub.ensure_built`. 2: 2-D activations inside the encoder.
-BUILD_FORMAT = 2
+# format are rebuilt by `zoo.hub.ensure_built`. 2: 2-D activations inside the encoder. 3: the
+# build info records the sentence pooling the checkpoint was trained for (`pooling`).
+BUILD_FORMAT = 3
 
 
 def minilm_folder():
@@ -67,13 +68,26 @@ def save_preprocessor(path, vocab_file, do_lower_case, default_seq_length=128):
     tf.saved_model.save(module, path)
 
 
-def build_format(output_dir):
-    """The format number of a build in `output_dir` (1 for builds that predate it, None if none)."""
+def source_pooling(source):
+    """The pooling `source` was trained for (`checkpoint.sentence_pooling`); "cls" for tiny."""
+    if source == TINY:
+        return "cls"
+    return ckpt.sentence_pooling(minilm_folder() if source == MINILM else source)
+
+
+def build_info(output_dir):
+    """The `zoo_build_info.json` of a build, or None."""
     try:
         with open(os.path.join(output_dir, BUILD_INFO), encoding="utf-8") as f:
-            return json.load(f).get("format", 1)
+            return json.load(f)
     except (OSError, ValueError):
         return None
+
+
+def build_format(output_dir):
+    """The format number of a build in `output_dir` (1 for builds that predate it, None if none)."""
+    info = build_info(output_dir)
+    return None if info is None else info.get("format", 1)
 
 
 def build(source, output_dir, do_lower_case=None, seed=0, overwrite=False):
@@ -85,13 +99,14 @@ def build(source, output_dir, do_lower_case=None, seed=0, overwrite=False):
     if os.path.exists(os.path.join(output_dir, BUILD_INFO)) and not overwrite:
         raise FileExistsError(f"{output_dir}: already holds a built model (pass overwrite=True)")
     checkpoint, config, vocab_file, lower = source_checkpoint(source, do_lower_case)
+    pooling = source_pooling(source)
     with atomic_directory(output_dir) as staging:
         save_encoder(os.path.join(staging, "encoder"), config, vocab_file, lower, checkpoint, seed)
         save_preprocessor(os.path.join(staging, "preprocessor"), vocab_file, lower)
         info = dict(format=BUILD_FORMAT,
                     source=source if source in (MINILM, TINY) else os.path.abspath(source),
                     do_lower_case=lower, random_init=checkpoint is None, seed=seed,
-                    config=config.__dict__)
+                    pooling=pooling, config=config.__dict__)
         with open(os.path.join(staging, BUILD_INFO), "w", encoding="utf-8") as f:
             json.dump(info, f, indent=2)
     return output_dir

@@ -110,6 +110,23 @@ def _read_google(folder, do_lower_case):
                       weights_file=indexes[0][:-len(".index")], layout="google")
 
 
+def sentence_pooling(folder):
+    """The sentence vector a checkpoint was trained to give, from sentence-transformers'
+    `1_Pooling/config.json` beside it: "mean" or "cls"; "cls" when the folder has no such file
+    (a plain BERT checkpoint, whose pooler on [CLS] was trained by next-sentence prediction)."""
+    path = os.path.join(folder, "1_Pooling", "config.json")
+    if not os.path.exists(path):
+        return "cls"
+    config = _read_json(path)
+    if config.get("pooling_mode_mean_tokens"):
+        return "mean"
+    if config.get("pooling_mode_cls_token"):
+        return "cls"
+    modes = sorted(k for k, v in config.items() if k.startswith("pooling_mode") and v)
+    raise CheckpointError(f"{path}: pooling {', '.join(modes) or '(none)'} is not one zoo has "
+                          "(mean tokens or the CLS token)")
+
+
 def read_checkpoint(folder, do_lower_case=None) -> Checkpoint:
     """Validates a BERT checkpoint folder (Hugging Face's or Google's layout) and returns what
     it holds."""
