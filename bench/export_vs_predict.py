@@ -49,6 +49,7 @@ FLAGS = flags.FLAGS
 # The export's side: only tensorflow and tensorflow_text, as TF Serving has.
 SERVE = """
 import json, sys
+import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401
 fn = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
@@ -56,7 +57,9 @@ inputs = json.load(open(sys.argv[2]))
 out = fn(**{k: tf.constant(v) for k, v in inputs.items()})
 def plain(t):
     t = t.numpy()
-    return t.astype(str).tolist() if t.dtype.kind in "SO" else t.tolist()
+    if t.dtype.kind in "SO":  # UTF-8 bytes (numpy's astype(str) would read them as ASCII)
+        return np.vectorize(lambda b: b.decode("utf-8"), otypes=[object])(t).tolist()
+    return t.tolist()
 print(json.dumps({k: plain(v) for k, v in out.items()}))
 assert "zoo" not in sys.modules and "tf_keras" not in sys.modules
 """
