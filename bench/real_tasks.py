@@ -18,8 +18,8 @@ from common import machine
 flags.DEFINE_string("runs", os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), "runs"), "The folder bench/real_tasks.sh wrote to.")
 FLAGS = flags.FLAGS
-NAMES = ("stsb_cls", "stsb_mean", "ner", "wnut", "go_emotions", "squad2", "mt_single_mrpc",
-         "mt_single_sst2", "mt_joint")
+NAMES = ("stsb_cls", "stsb_mean", "ner", "wnut", "go_emotions", "squad2", "squad2_dev",
+         "mt_single_mrpc", "mt_single_sst2", "mt_joint")
 TIMING = ("wall_seconds", "steps", "steps_per_task", "examples_per_second", "precision",
           "xla_fusion", "max_seq_length", "batch_size")
 DROP = ("confusion_matrix", "f1_per_label", "label_names", "per_type")
