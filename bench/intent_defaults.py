@@ -42,10 +42,6 @@ CONFIGS = {
     "old": OLD,
     "mean": ("--pooling=mean", "--learning_rate=5e-5", "--num_train_epochs=3"),
     "mean_lr1e-4": ("--pooling=mean", "--learning_rate=1e-4", "--num_train_epochs=3"),
-    "mean_lr2e-4": ("--pooling=mean", "--learning_rate=2e-4", "--num_train_epochs=3"),
-    "cls_lr1e-4": ("--pooling=cls", "--learning_rate=1e-4", "--num_train_epochs=3"),
-    "mean_lr1e-4_5ep": ("--pooling=mean", "--learning_rate=1e-4", "--num_train_epochs=5"),
-    "auto_lr1e-4": ("--learning_rate=1e-4",),
     "defaults": (),  # the CLI's defaults as they are now
 }
 

@@ -200,11 +200,8 @@ def default_pooling(encoder_handle):
     encoder = _resolve(encoder_handle, "encoder")
     if encoder.startswith(URL_PREFIXES):
         return "cls"
-    for folder in (os.path.dirname(os.path.normpath(encoder)), encoder):
-        info = hub_build.build_info(folder)
-        if info is not None:
-            return info.get("pooling", "cls")
-    return "cls"
+    info = hub_build.build_info(os.path.dirname(os.path.normpath(encoder))) or {}
+    return info.get("pooling", "cls")
 
 
 def encoder_layer(handle, trainable=True, on_tpu=False, name="encoder"):

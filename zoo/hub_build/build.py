@@ -68,13 +68,6 @@ def save_preprocessor(path, vocab_file, do_lower_case, default_seq_length=128):
     tf.saved_model.save(module, path)
 
 
-def source_pooling(source):
-    """The pooling `source` was trained for (`checkpoint.sentence_pooling`); "cls" for tiny."""
-    if source == TINY:
-        return "cls"
-    return ckpt.sentence_pooling(minilm_folder() if source == MINILM else source)
-
-
 def build_info(output_dir):
     """The `zoo_build_info.json` of a build, or None."""
     try:
@@ -99,7 +92,8 @@ def build(source, output_dir, do_lower_case=None, seed=0, overwrite=False):
     if os.path.exists(os.path.join(output_dir, BUILD_INFO)) and not overwrite:
         raise FileExistsError(f"{output_dir}: already holds a built model (pass overwrite=True)")
     checkpoint, config, vocab_file, lower = source_checkpoint(source, do_lower_case)
-    pooling = source_pooling(source)
+    # the pooling the checkpoint was trained for; tiny (random weights) has only its pooler
+    pooling = "cls" if checkpoint is None else ckpt.sentence_pooling(checkpoint.path)
     with atomic_directory(output_dir) as staging:
         save_encoder(os.path.join(staging, "encoder"), config, vocab_file, lower, checkpoint, seed)
         save_preprocessor(os.path.join(staging, "preprocessor"), vocab_file, lower)
