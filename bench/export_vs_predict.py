@@ -170,7 +170,9 @@ def _compare(work, module, args, export_dir):
         for i, (tokens, tags) in enumerate(zip(sentences, predicted)):
             by_start = dict(zip(served["word_start"][i], served["tags"][i]))
             starts = [sum(len(t) + 1 for t in tokens[:k]) for k in range(len(tokens))]
-            exported = [by_start.get(s) for s in starts]
+            # a token that gives no word (a lone accent) has no word in the export; predict
+            # tags it O
+            exported = [by_start.get(s, "O") for s in starts]
             if exported != tags:
                 differ.append((i, tags, exported))
         return differ, len(sentences)

@@ -29,7 +29,8 @@ DATA = os.path.join(ROOT, "..", "shared", "data")
 flags.DEFINE_enum("task", "banking77", ["banking77", "mrpc", "sst2", "stsb"], "Which data.")
 flags.DEFINE_string("data", os.path.join(DATA, "banking77", "train.csv"),
                     "BANKING77 train.csv (text, category).")
-flags.DEFINE_integer("sst2_train_rows", 10000, "SST-2 training rows (the first ones).")
+flags.DEFINE_integer("sst2_train_rows", 10000,
+                     "SST-2 training rows (the first ones); 0: the whole train set (67,349).")
 flags.DEFINE_string("work_dir", os.path.join(ROOT, "runs", "intent"), "Splits and model dirs.")
 flags.DEFINE_float("validation_fraction", 0.1, "Part of each intent's rows held out.")
 flags.DEFINE_integer("split_seed", 0, "Seed of the split.")
@@ -43,6 +44,11 @@ CONFIGS = {
     "mean": ("--pooling=mean", "--learning_rate=5e-5", "--num_train_epochs=3"),
     "mean_lr1e-4": ("--pooling=mean", "--learning_rate=1e-4", "--num_train_epochs=3"),
     "defaults": (),  # the CLI's defaults as they are now
+    "one_rate": ("--head_learning_rate_multiplier=1",),  # the defaults before 10 was chosen
+    "head10": ("--head_learning_rate_multiplier=10",),
+    "lr5e-5_head20": ("--learning_rate=5e-5", "--head_learning_rate_multiplier=20"),
+    "frozen100": ("--frozen_encoder_steps=100",),
+    "bf16": ("--precision=bf16",),  # the defaults, training in bf16
 }
 
 
@@ -73,18 +79,26 @@ def split(work_dir):
     return paths, len(train), len(validation)
 
 
+def count_rows(tsv):
+    """Rows of a TSV with a header line."""
+    with open(tsv, encoding="utf-8") as f:
+        return sum(1 for _ in f) - 1
+
+
 def data_flags(work_dir):
     """(flags naming the task's data, what to report about it) for --task."""
     if FLAGS.task in ("mrpc", "stsb"):
         return [f"tasks.{FLAGS.task}.train", f"--data_dir={os.path.join(DATA, FLAGS.task)}"], {}
     if FLAGS.task == "sst2":
-        path = os.path.join(work_dir, f"sst2_train_{FLAGS.sst2_train_rows}.tsv")
-        with open(os.path.join(DATA, "sst2", "train.tsv"), encoding="utf-8") as f, \
-                open(path, "w", encoding="utf-8") as out:
-            out.writelines(line for _, line in zip(range(FLAGS.sst2_train_rows + 1), f))
+        path = os.path.join(DATA, "sst2", "train.tsv")
+        if FLAGS.sst2_train_rows:
+            path = os.path.join(work_dir, f"sst2_train_{FLAGS.sst2_train_rows}.tsv")
+            with open(os.path.join(DATA, "sst2", "train.tsv"), encoding="utf-8") as f, \
+                    open(path, "w", encoding="utf-8") as out:
+                out.writelines(line for _, line in zip(range(FLAGS.sst2_train_rows + 1), f))
         return ["tasks.sst2.train", f"--train_file={path}",
                 f"--eval_file={os.path.join(DATA, 'sst2', 'dev.tsv')}"], dict(
-                    train_rows=FLAGS.sst2_train_rows)
+                    train_rows=FLAGS.sst2_train_rows or count_rows(path))
     (train, validation), n_train, n_validation = split(work_dir)
     return (["tasks.classify.train", f"--train_file={train}", f"--eval_file={validation}",
              "--text_column=text", "--label_column=category"],
@@ -94,7 +108,10 @@ def data_flags(work_dir):
 
 def main(argv):
     del argv
-    work_dir = os.path.join(FLAGS.work_dir, FLAGS.task)
+    task_dir = FLAGS.task
+    if FLAGS.task == "sst2" and not FLAGS.sst2_train_rows:
+        task_dir = "sst2_full"
+    work_dir = os.path.join(FLAGS.work_dir, task_dir)
     os.makedirs(work_dir, exist_ok=True)
     (module, *data), report = data_flags(work_dir)
     for name in FLAGS.configs:
@@ -118,6 +135,9 @@ def main(argv):
                 task=FLAGS.task, config=name, flags=list(CONFIGS[name]), seed=int(seed),
                 machine=machine(), **report,
                 run=dict(pooling=record.get("pooling"), learning_rate=record["learning_rate"],
+                         head_learning_rate_multiplier=record.get(
+                             "head_learning_rate_multiplier", 1.0),
+                         frozen_encoder_steps=record.get("frozen_encoder_steps", 0),
                          num_train_epochs=record["num_train_epochs"]),
                 validation={k: results[k] for k in ("accuracy", "f1", "f1_macro", "pearson",
                                                           "spearman", "loss")

@@ -17,7 +17,7 @@ import torch
 from transformers import BertForQuestionAnswering, BertTokenizerFast
 
 from common import minilm_folder
-from peer_train import timed_training
+from peer_train import train_seconds
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -82,7 +82,10 @@ def main():
         return dict({k: v[index] for k, v in inputs.items()},
                     start_positions=starts[index], end_positions=ends[index])
 
-    rate = timed_training(model, batch_at, args.steps, args.warmup_steps, args.batch_size)
+    seconds = train_seconds(model, [lambda step=step: batch_at(step)
+                                    for step in range(args.warmup_steps + args.steps)],
+                            "fp32", args.warmup_steps)
+    rate = args.steps * args.batch_size / seconds
     print(json.dumps(dict(framework=f"torch {torch.__version__}", threads=torch.get_num_threads(),
                           questions=len(rows), windows=count, batch_size=args.batch_size,
                           max_seq_length=args.max_seq_length, steps=args.steps,

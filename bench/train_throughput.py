@@ -1,157 +1,166 @@
-r"""Training throughput and model-FLOP utilisation (MFU) of zoo's classifier fine-tuning.
+r"""Training throughput, like for like: zoo against the PyTorch peer at its best, same batches.
 
-  python bench/train_throughput.py              # MRPC, MiniLM, batch 32, length 128
+  python bench/train_throughput.py >> bench/results/train_throughput.jsonl   # ./install.sh bench
 
-First the peer, `bench/peer_train.py` (transformers + PyTorch on the same checkpoint, data, batch,
-length and padding), in a subprocess: the baseline (--peer=false skips it). Then in this process:
-an fp32 matmul peak measured by TensorFlow (and the bf16 one, for reference), then
-`zoo.classification` training (the code path of `tasks.*.train`, at its default precision and
-XLA fusion, so fixed padding is fused and the others are not) for
---steps steps with each padding policy: fixed (to --max_seq_length), dynamic, and bucketed
-(dynamic over batches of similar lengths; the peer does the same grouping). Each run's steady rate leaves out the first
-call, which traces. Prints one JSON line: examples/s and tokens/s of each policy, model FLOP/s and
-MFU = model FLOP/s / matmul peak at fixed length (each side against its own framework's peak),
-and the ratios zoo/peer for each policy and for each side's best policy.
+MRPC train, MiniLM-L6-H384, batch 32, length 128. One plan of batches per padding policy
+(fixed, dynamic, bucketed) is computed here (`common.batch_plan`, from the peer tokenizer's
+lengths) and both sides take exactly those batches: `bench/peer_train.py` (transformers +
+PyTorch) in each --peer_configs setting, `bench/zoo_train.py` (zoo's training step) in each
+--zoo_configs setting, each a process of its own. --repeats rounds; each round runs every
+setting once, the sides alternating which goes first. Each run skips the same --warmup_steps
+per policy and times the next --steps.
 
-Model FLOPs per example (training = 3x forward, the usual count): per token and layer
-2 * (4 d^2 + 2 d d_ff) for the dense layers plus 4 S d for attention scores and values,
-from the encoder's `zoo_build_info.json` (models built by zoo-build-hub).
+Prints one JSON line per run, then a summary line: per setting and policy the median (and
+min, max) examples/s over the rounds, real (unpadded) tokens/s, MFU (model FLOPs of the
+computed, padded tokens over the matmul peak of the precision that setting used, measured by
+its own framework in the same process), and the ratios zoo / peer: fp32 against fp32 and each
+side's best (any precision) against the other's, per policy and best policy against best. The
+machine line (CPU model, its amx / avx512_bf16 flags, git) is in every line.
 """
 import json
 import os
-import shutil
+import statistics
+import subprocess
+import sys
 import tempfile
-import time
 
 from absl import app, flags
 
-from common import run_peer
+from common import BENCH, batch_plan, batch_tokens, machine, train_flops_per_token
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(BENCH)
 flags.DEFINE_string("data_dir", os.path.join(ROOT, "..", "shared", "data", "mrpc"),
                     "GLUE MRPC folder (train.tsv is used).")
-flags.DEFINE_string("encoder_handle", "minilm_l6_h384_uncased", "Encoder (zoo-build-hub model).")
 flags.DEFINE_integer("batch_size", 32, "Training batch size.")
 flags.DEFINE_integer("max_seq_length", 128, "Sequence length (fixed padding pads to it).")
-flags.DEFINE_integer("steps", 30, "Training steps per policy (the first call is not timed).")
-flags.DEFINE_list("padding", ["fixed", "dynamic", "bucketed"],
-                  "Padding policies; the first is the baseline.")
-flags.DEFINE_enum("precision", "auto", ["auto", "bf16", "fp32"], "zoo's precision (zoo.precision).")
-flags.DEFINE_enum("xla_fusion", "auto", ["auto", "on", "off"],
-                  "zoo's XLA fusion (zoo.fusion; auto: on for fixed padding only).")
-flags.DEFINE_integer("steps_per_execution", 1, "zoo's training steps per tf.function call (> 1 "
-                     "turns XLA fusion off under auto).")
-flags.DEFINE_integer("matmul_size", 2048, "Side of the square fp32 matmul of the peak.")
-flags.DEFINE_bool("peer", True, "Run the PyTorch peer first (needs ./install.sh bench).")
+flags.DEFINE_integer("steps", 20, "Timed steps per policy and run.")
+flags.DEFINE_integer("warmup_steps", 3, "Untimed steps before them, on both sides.")
+flags.DEFINE_integer("repeats", 3, "Rounds of runs (the median is reported).")
+flags.DEFINE_list("padding", ["fixed", "dynamic", "bucketed"], "Padding policies.")
+flags.DEFINE_list("peer_configs", ["fp32-eager", "fp32-sdpa", "bf16-sdpa"],
+                  "Peer settings: PRECISION-ATTENTION[-compile].")
+flags.DEFINE_list("zoo_configs", ["fp32", "bf16"], "zoo settings: PRECISION[-fusion_off].")
+flags.DEFINE_string("encoder_config", None, "The encoder's zoo_build_info.json (default: the "
+                    "built MiniLM's, from zoo's cache).")
 FLAGS = flags.FLAGS
 
 
-def matmul_peak_gflops(size, dtype="fp32", repeats=20):
-    """Best GFLOP/s of a chain of `repeats` square matmuls in one tf.function, best of 5.
-
-    Each product feeds the next, so no graph optimisation can merge or drop any of them.
-    `dtype` "bf16" measures the matmuls as zoo.precision's bf16 rewrite runs them.
-    """
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    from zoo import precision  # pylint: disable=import-outside-toplevel
-
-    precision.apply(dtype)
-
-    a = tf.random.normal([size, size])
-    b = tf.random.normal([size, size]) / size ** 0.5  # keeps the chain's scale near 1
-
-    @tf.function
-    def chain(x):
-        for _ in range(repeats):
-            x = tf.matmul(x, b)
-        return x
-
-    chain(a).numpy()
-    best = float("inf")
-    for _ in range(5):
-        began = time.perf_counter()
-        chain(a).numpy()
-        best = min(best, time.perf_counter() - began)
-    return 2.0 * size ** 3 * repeats / best / 1e9
+def command(side, config, plan_file):
+    """The command line of one run of `side` ("peer" or "zoo") in setting `config`."""
+    parts = config.split("-")
+    common = [f"--plan_file={plan_file}", f"--data_dir={FLAGS.data_dir}",
+              f"--max_seq_length={FLAGS.max_seq_length}", f"--warmup_steps={FLAGS.warmup_steps}",
+              f"--precision={parts[0]}"]
+    if side == "peer":
+        return ["peer_train.py", *common, f"--attention={parts[1]}"] + (
+            ["--compile"] if "compile" in parts[2:] else [])
+    return ["zoo_train.py", *common] + (["--xla_fusion=off"] if "fusion_off" in parts else [])
 
 
-def train_flops_per_token(config, seq_length):
-    d, d_ff, layers = (config["hidden_size"], config["intermediate_size"],
-                       config["num_hidden_layers"])
-    forward = layers * (2 * (4 * d * d + 2 * d * d_ff) + 4 * seq_length * d)
-    return 3 * forward
+def run(args, output=True):
+    """Runs a bench script in its own process; the JSON of its last line if `output`."""
+    done = subprocess.run([sys.executable, *args], cwd=BENCH, capture_output=True, text=True,
+                          check=False)
+    if done.returncode:
+        raise SystemExit(f"{args[0]} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1]) if output else None
+
+
+def encoder_config():
+    path = FLAGS.encoder_config
+    if not path:
+        import zoo  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+        from zoo import hub  # pylint: disable=import-outside-toplevel
+        encoder, _ = hub.resolve_handles("minilm_l6_h384_uncased", None)
+        path = os.path.join(os.path.dirname(encoder), "zoo_build_info.json")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)["config"]
+
+
+def summary(runs, plan, lengths, config):
+    """Medians, tokens/s, MFU and ratios of `runs` (see the module docstring)."""
+    work = {}
+    for padding, rows in plan.items():
+        timed = rows[FLAGS.warmup_steps:]
+        real, computed, flops = 0, 0, 0.0
+        for batch in timed:
+            r, c = batch_tokens(batch, lengths, padding, FLAGS.max_seq_length)
+            real, computed = real + r, computed + c
+            flops += c * train_flops_per_token(config, c // len(batch))
+        work[padding] = dict(examples=len(timed) * FLAGS.batch_size, real_tokens=real,
+                             computed_tokens=computed, flops=flops)
+    settings = {}
+    for one in runs:
+        key = f"{one['side']}:{one['config']}"
+        entry = settings.setdefault(key, dict(side=one["side"], precision=one["precision"],
+                                              runs=[], peaks=[]))
+        entry["runs"].append(one["seconds"])
+        entry["peaks"].append(one["matmul_peak_gflops"])
+    for entry in settings.values():
+        peak = statistics.median(entry.pop("peaks"))
+        entry["matmul_peak_gflops"] = peak
+        for padding, w in work.items():
+            seconds = [r[padding] for r in entry["runs"]]
+            rates = [w["examples"] / s for s in seconds]
+            middle = statistics.median(seconds)
+            entry[padding] = dict(
+                examples_per_second=round(w["examples"] / middle, 2),
+                min=round(min(rates), 2), max=round(max(rates), 2),
+                real_tokens_per_second=round(w["real_tokens"] / middle, 1),
+                mfu=round(w["flops"] / middle / 1e9 / peak, 3))
+        del entry["runs"]
+    rate = lambda key, p: settings[key][p]["examples_per_second"]  # noqa: E731
+
+    def best(side, padding, precision=None):
+        keys = [k for k, e in settings.items() if e["side"] == side
+                and (precision is None or e["precision"] == precision)]
+        return max(keys, key=lambda k: rate(k, padding)) if keys else None
+
+    ratios = {}
+    for padding in plan:
+        for name, precision in (("fp32_vs_fp32", "fp32"), ("best_vs_best", None)):
+            z, p = best("zoo", padding, precision), best("peer", padding, precision)
+            if z and p:
+                ratios[f"{name}_{padding}"] = dict(
+                    ratio=round(rate(z, padding) / rate(p, padding), 3), zoo=z, peer=p)
+    overall = lambda side: max(  # noqa: E731
+        ((k, p) for k, e in settings.items() if e["side"] == side for p in plan),
+        key=lambda kp: rate(*kp), default=None)
+    z, p = overall("zoo"), overall("peer")
+    if z and p:
+        ratios["best_policy_vs_best_policy"] = dict(ratio=round(rate(*z) / rate(*p), 3),
+                                                    zoo=list(z), peer=list(p))
+    return dict(work=work, settings=settings, ratios=ratios)
 
 
 def main(argv):
     del argv
-    peer = None
-    if FLAGS.peer:  # first, before TensorFlow is loaded in this process
-        peer = run_peer("peer_train.py", data_dir=FLAGS.data_dir, batch_size=FLAGS.batch_size,
-                        max_seq_length=FLAGS.max_seq_length, steps=FLAGS.steps,
-                        padding=",".join(FLAGS.padding))
-    from zoo import classification, hub  # pylint: disable=import-outside-toplevel
-    from zoo.data.sources import FileSource  # pylint: disable=import-outside-toplevel
-    from zoo.data.text_files import glue_columns  # pylint: disable=import-outside-toplevel
-
-    encoder, _ = hub.resolve_handles(FLAGS.encoder_handle, None)
-    with open(os.path.join(os.path.dirname(encoder), "zoo_build_info.json"),
-              encoding="utf-8") as f:
-        config = json.load(f)["config"]
-    source = FileSource(os.path.join(FLAGS.data_dir, "train.tsv"), glue_columns("mrpc"))
-    results = dict(encoder=FLAGS.encoder_handle, batch_size=FLAGS.batch_size,
-                   max_seq_length=FLAGS.max_seq_length, steps=FLAGS.steps,
-                   steps_per_execution=FLAGS.steps_per_execution,
-                   matmul_peak_gflops=round(matmul_peak_gflops(FLAGS.matmul_size), 1),
-                   bf16_matmul_peak_gflops=round(matmul_peak_gflops(FLAGS.matmul_size, "bf16"), 1))
-    for padding in FLAGS.padding:
-        model_dir = tempfile.mkdtemp(prefix=f"zoo-bench-{padding}-")
-        try:
-            settings = classification.Settings(
-                model_dir=model_dir, encoder_handle=FLAGS.encoder_handle,
-                max_seq_length=FLAGS.max_seq_length, train_batch_size=FLAGS.batch_size,
-                max_train_steps=FLAGS.steps, num_train_epochs=1, padding=padding, pair=True,
-                learning_rate=5e-5, precision=FLAGS.precision, xla_fusion=FLAGS.xla_fusion,
-                steps_per_execution=FLAGS.steps_per_execution)
-            classification.run("train", settings, lambda split: source)
-            with open(os.path.join(model_dir, "train_results.json"), encoding="utf-8") as f:
-                timing = json.load(f)
-        finally:
-            shutil.rmtree(model_dir, ignore_errors=True)
-        rate = timing["steady_examples_per_second"]
-        entry = dict(examples_per_second=round(rate, 2),
-                     timed_steps=timing["steps"] - timing["first_call_steps"],
-                     precision=timing["precision"], xla_fusion=timing["xla_fusion"],
-                     first_call_seconds=round(timing["first_call_seconds"], 1))
-        if padding == "fixed":
-            tokens = rate * FLAGS.max_seq_length
-            flops = tokens * train_flops_per_token(config, FLAGS.max_seq_length)
-            entry.update(tokens_per_second=round(tokens, 1),
-                         model_gflops=round(flops / 1e9, 1),
-                         mfu=round(flops / 1e9 / results["matmul_peak_gflops"], 3),
-                         mfu_of_bf16_peak=round(flops / 1e9 / results["bf16_matmul_peak_gflops"], 3))
-        results[padding] = entry
-    first = FLAGS.padding[0]
-    for padding in FLAGS.padding[1:]:
-        results[f"ratio_{padding}_over_{first}"] = round(
-            results[padding]["examples_per_second"] / results[first]["examples_per_second"], 3)
-    if peer:
-        results["peer"] = peer
-        rate = lambda side, p: side[p]["examples_per_second"]  # noqa: E731
-        for padding in FLAGS.padding:
-            results[f"ratio_zoo_over_peer_{padding}"] = round(
-                rate(results, padding) / rate(peer, padding), 3)
-        if "fixed" in peer:
-            peer["fixed"]["mfu"] = round(
-                rate(peer, "fixed") * FLAGS.max_seq_length
-                * train_flops_per_token(config, FLAGS.max_seq_length) / 1e9
-                / peer["matmul_peak_gflops"], 3)
-        zoo_best = max(rate(results, p) for p in FLAGS.padding)
-        results["ratio_zoo_best_over_peer_best"] = round(
-            zoo_best / max(rate(peer, p) for p in FLAGS.padding), 3)
-        if "dynamic" in peer:  # the issue's "peer's best": dynamic padding
-            results["ratio_zoo_best_over_peer_dynamic"] = round(
-                zoo_best / rate(peer, "dynamic"), 3)
-    print(json.dumps(results))
+    where = machine(ROOT)
+    with tempfile.TemporaryDirectory(prefix="zoo-train-bench-") as work:
+        lengths_file = os.path.join(work, "lengths.json")
+        run(["peer_train.py", f"--data_dir={FLAGS.data_dir}", f"--write_lengths={lengths_file}",
+             f"--max_seq_length={FLAGS.max_seq_length}"], output=False)
+        with open(lengths_file, encoding="utf-8") as f:
+            lengths = json.load(f)
+        plan = {p: batch_plan(lengths, FLAGS.batch_size, p, FLAGS.warmup_steps + FLAGS.steps)
+                for p in FLAGS.padding}
+        plan_file = os.path.join(work, "plan.json")
+        with open(plan_file, "w", encoding="utf-8") as f:
+            json.dump(plan, f)
+        runs = []
+        sides = [("peer", c) for c in FLAGS.peer_configs] + [("zoo", c) for c in FLAGS.zoo_configs]
+        for round_ in range(FLAGS.repeats):
+            ordered = sides if round_ % 2 == 0 else sides[::-1]  # alternate who goes first
+            for side, config in ordered:
+                one = run(command(side, config, plan_file))
+                one.update(config=config, round=round_, machine=where)
+                print(json.dumps(one), flush=True)
+                runs.append(one)
+    result = summary(runs, plan, lengths, encoder_config())
+    print(json.dumps(dict(summary="train_throughput", machine=where, batch_size=FLAGS.batch_size,
+                          max_seq_length=FLAGS.max_seq_length, steps=FLAGS.steps,
+                          warmup_steps=FLAGS.warmup_steps, repeats=FLAGS.repeats,
+                          data="MRPC train", **result)), flush=True)
 
 
 if __name__ == "__main__":

@@ -80,6 +80,7 @@ for name, devices in (("one", None), ("mirrored", ["/cpu:0", "/cpu:1"])):
         strategy="default" if devices is None else "mirrored", devices=devices, dropout=0.0,
         max_seq_length=16, train_batch_size=8, eval_batch_size=6, num_train_epochs=1,
         learning_rate=1e-3, warmup_proportion=0.0, steps_per_execution=2,
+        head_learning_rate_multiplier=3.0, frozen_encoder_steps=1,
         precision="fp32")  # bf16 rounding differs with the per-replica batch size
     split = lambda s: ListSource(examples if s != "predict" else examples[:13])
     classification.run("train_and_eval", settings, split)

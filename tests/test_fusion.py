@@ -8,6 +8,7 @@ import tf_keras as keras
 
 from tests.helpers import profiled_ops
 from zoo import fusion, train
+from zoo.optimizer import create_optimizer
 from zoo.settings import Compute
 
 
@@ -110,7 +111,7 @@ def test_an_xla_compiled_optimizer_takes_the_same_step(restore_fusion):
     grads = [tf.constant(rng.normal(size=(16, 8)).astype(np.float32)) for _ in range(3)]
     results = []
     for jit in (False, True):
-        optimizer = train.create_optimizer(1e-2, 100, 0, jit_compile=jit)
+        optimizer = create_optimizer(1e-2, 100, 0, jit_compile=jit)
         assert optimizer.jit_compile is jit
         kernel = tf.Variable(start, name="dense/kernel")
         for grad in grads:
@@ -131,7 +132,7 @@ def _fit(model_dir, fused, on_epoch_end=None, seen=None):
     model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(32, activation="gelu"),
                               keras.layers.LayerNormalization(), keras.layers.Dropout(0.1),
                               keras.layers.Dense(2)])
-    optimizer = train.create_optimizer(0.01, total_steps=8, warmup_steps=1, jit_compile=fused)
+    optimizer = create_optimizer(0.01, total_steps=8, warmup_steps=1, jit_compile=fused)
     rng = np.random.default_rng(0)
     x = rng.normal(size=(64, 16)).astype(np.float32)
     y = (x[:, 0] > 0).astype(np.int64)
@@ -175,5 +176,5 @@ def test_fusion_is_on_only_inside_the_training_step(restore_fusion, tmp_path):
 def test_fusion_needs_one_step_per_call(tmp_path):
     model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2)])
     with pytest.raises(ValueError, match="steps_per_execution=1"):
-        train.fit(model, train.create_optimizer(0.01, 4, 0), None, None, 2, 2, 4,
+        train.fit(model, create_optimizer(0.01, 4, 0), None, None, 2, 2, 4,
                   str(tmp_path), steps_per_execution=2, compute=Compute(xla_fusion=True))

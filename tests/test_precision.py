@@ -24,9 +24,11 @@ def restore_precision():
     precision.apply(before)
 
 
-def test_auto_picks_bf16_only_on_an_amx_cpu_without_accelerators():
+def test_auto_picks_bf16_only_on_a_cpu_with_bf16_matmuls_and_no_accelerator():
     assert precision.resolve("auto", flags={"avx512f", "amx_bf16"}, accelerators=0) == "bf16"
-    assert precision.resolve("auto", flags={"avx512f", "avx512_bf16"}, accelerators=0) == "fp32"
+    assert precision.resolve("auto", flags={"avx512f", "avx512_bf16"}, accelerators=0) == "bf16"
+    assert precision.resolve("auto", flags={"avx512f", "avx2"}, accelerators=0) == "fp32"
+    assert precision.resolve("auto", flags={"avx512_bf16"}, accelerators=1) == "fp32"
     assert precision.resolve("auto", flags={"amx_bf16"}, accelerators=1) == "fp32"
     assert precision.resolve("fp32", flags={"amx_bf16"}, accelerators=0) == "fp32"
     assert precision.resolve("bf16", flags=set(), accelerators=2) == "bf16"

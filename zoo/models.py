@@ -28,6 +28,24 @@ def _encoder(encoder, on_tpu):
     return zoo_hub.encoder_layer(encoder, trainable=True, on_tpu=on_tpu)
 
 
+def head_variables(core):
+    """The trainable variables of `core` (a core model, or a multi-task run's {task: core},
+    cores sharing one encoder) that are not its encoder's (the layer named "encoder", as
+    `zoo.hub.encoder_layer` names it): its heads' and poolings', each once."""
+    found, seen = [], set()
+    for one in (core.values() if isinstance(core, dict) else [core]):
+        try:
+            encoder = one.get_layer("encoder")
+        except ValueError:
+            continue
+        seen.update(id(v) for v in encoder.trainable_variables)
+        for v in one.trainable_variables:
+            if id(v) not in seen:
+                seen.add(id(v))
+                found.append(v)
+    return found
+
+
 def pooled_core(encoder, head, name, pooling="cls", on_tpu=False):
     """Packed int32 inputs -> `head` on one vector per text (`SentencePooling(pooling)` of the
     encoder's outputs; `encoder`: a handle, or a layer to share)."""

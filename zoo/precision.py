@@ -5,9 +5,10 @@ encoder's SavedModel functions were traced in fp32. TensorFlow's graph optimizer
 still rewrite the whole graph, Hub functions included, to run matmuls and the ops around them in
 bfloat16 through oneDNN ("auto mixed precision"); variables, the optimizer's update, the loss
 and the model's inputs and outputs stay fp32. On a CPU with AMX-BF16 that makes a bf16 matmul
-about 4x faster than fp32 (BENCHMARKS.md); on a CPU without native bf16 it would be emulated
-and slower, so `auto` turns it on only where the CPU reports `amx_bf16`, and never when a GPU
-or TPU does the work. `auto` also keeps evaluation, prediction and export in fp32: there bf16
+about 4x faster than fp32; on one with AVX512_BF16 and no AMX (AMD Zen 4 and later) about 1.9x,
+and a training step 1.1-1.3x (BENCHMARKS.md, with the accuracy it keeps); on a CPU without
+native bf16 it would be emulated and slower, so `auto` turns it on only where the CPU reports
+`amx_bf16` or `avx512_bf16`, and never when a GPU or TPU does the work. `auto` also keeps evaluation, prediction and export in fp32: there bf16
 gains little (weights are cast on every call) and results would drift from the exported model,
 which TF Serving runs in fp32.
 
@@ -23,7 +24,7 @@ from zoo.errors import UsageError
 
 PRECISIONS = ("auto", "bf16", "fp32")
 GRAPPLER_OPTION = "auto_mixed_precision_onednn_bfloat16"
-BF16_CPU_FLAG = "amx_bf16"
+BF16_CPU_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})  # native bf16 matmuls: auto picks bf16
 # TensorFlow applies its oneDNN bf16 rewrite only on CPUs with one of these (on others it leaves
 # the graph in fp32: `IsBF16SupportedByOneDNNOnThisCPU` in TensorFlow's mkl_graph_util).
 REWRITE_CPU_FLAGS = frozenset({"avx512f", "avx_ne_convert"})
@@ -45,7 +46,8 @@ def resolve(precision, flags=None, accelerators=None):
     """"bf16" or "fp32" for a requested `precision` ("auto", "bf16" or "fp32").
 
     Args:
-        precision: "auto" picks bf16 on a CPU with AMX-BF16 and no accelerator, else fp32.
+        precision: "auto" picks bf16 on a CPU with AMX-BF16 or AVX512_BF16 and no
+            accelerator, else fp32.
             "bf16" on a CPU alone needs one that TensorFlow's oneDNN rewrite works on (AVX-512
             or AVX-NE-CONVERT; elsewhere it would silently stay fp32): a `UsageError` if not.
         flags: CPU flags (default: this machine's, from `cpu_flags`).
@@ -65,7 +67,7 @@ def resolve(precision, flags=None, accelerators=None):
                              "CPU has neither, so training would stay fp32: use "
                              "--precision=fp32 or auto")
         return precision
-    return "bf16" if BF16_CPU_FLAG in flags and not accelerators else "fp32"
+    return "bf16" if BF16_CPU_FLAGS & flags and not accelerators else "fp32"
 
 
 def for_inference(precision):

@@ -23,7 +23,8 @@ MODEL_KEYS = ("task", "encoder_handle", "preprocessor_handle", "outputs", "pooli
 # What else decides a training run: changing it mid-run changes the schedule or the data.
 TRAINING_KEYS = ("train_batch_size", "gradient_accumulation_steps", "num_train_epochs",
                  "max_train_steps", "max_seq_length", "learning_rate", "warmup_proportion",
-                 "decay", "weight_decay", "seed", "class_weights", "tasks", "task_sampling",
+                 "decay", "weight_decay", "head_learning_rate_multiplier",
+                 "frozen_encoder_steps", "seed", "class_weights", "tasks", "task_sampling",
                  "temperature", "data")
 FINGERPRINT_BYTES = 1 << 20
 

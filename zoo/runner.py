@@ -20,9 +20,10 @@ from typing import Any
 import tf_keras as keras
 
 from zoo import best, distribute, export, hub, plots, precision, run_record, stages, train
+from zoo import optimizer as zoo_optimizer
 from zoo.errors import UsageError
 from zoo.files import save_json
-from zoo.models import TextPacker
+from zoo.models import TextPacker, head_variables
 from zoo.settings import MODES, Compute, RunSettings, start_run
 
 TRAINING_MODES = ("train", "train_and_eval")
@@ -299,7 +300,8 @@ def _train(task, evaluate_each_epoch):
     core = build_core(task)
     plan = train.plan_epochs(data.count, s, data.unit)
     with run_.strategy.scope():
-        optimizer = train.optimizer_for(s, plan.total_steps, run_.compute.xla_fusion)
+        optimizer = zoo_optimizer.optimizer_for(s, plan.total_steps, run_.compute.xla_fusion,
+                                                head_variables(core))
         metrics = task.train_metrics()
 
     keeper = best.Best(core, s, run_.strategy) if s.keep_best else None

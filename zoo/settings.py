@@ -85,6 +85,12 @@ class RunSettings:
     decay: str = setting("linear", "Learning-rate decay after warmup: linear to 0, or "
                          "exponential to 1% of peak.", choices=("linear", "exponential"))
     weight_decay: float = setting(0.01, "AdamW weight decay (never on LayerNorm or bias).")
+    head_learning_rate_multiplier: float = setting(
+        1.0, "The head's learning rate is this times --learning_rate (which the encoder "
+        "keeps): a freshly initialised head may learn faster than the pretrained encoder.")
+    frozen_encoder_steps: int = setting(
+        0, "Warm start: for the first N training steps only the head learns (the encoder's "
+        "weights stay as loaded), then the whole model does.")
     seed: int = setting(0, "Random seed (initialisation, shuffling, dropout).")
     keep_best: str = setting(
         "", "Keep the checkpoint of the best evaluation by this metric (a key of "
@@ -110,7 +116,7 @@ class RunSettings:
         "auto", "Compute precision. bf16: matmuls and the ops around them in bfloat16 "
         "(weights, optimizer and loss stay fp32), through TensorFlow's oneDNN graph rewrite, "
         "which also reaches inside Hub encoders; auto: bf16 for training on a CPU with "
-        "AMX-BF16 and no GPU/TPU, fp32 for everything else.", choices=precision.PRECISIONS)
+        "AMX-BF16 or AVX512_BF16 and no GPU/TPU, fp32 for everything else.", choices=precision.PRECISIONS)
     xla_fusion: str = setting(
         "auto", "XLA fusion of the training step's elementwise ops and optimizer update on a "
         "CPU (matmuls stay with oneDNN). XLA compiles once per batch shape (tens of seconds), "

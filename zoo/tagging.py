@@ -166,7 +166,9 @@ class Tagging(runner.Task):
                 # each token's tag from its max-context window
                 found = (ready["token"][first:end] >= 0) & ready["max_context"][first:end]
                 tokens = ready["token"][first:end][found]
-                tags = np.full(len(pending[index].tokens), -1, np.int32)
+                # a token that gives no word is in no window: tagged O (the export has no
+                # word there)
+                tags = np.full(len(pending[index].tokens), self.vocab.tags.index("O"), np.int32)
                 tags[tokens] = ready["tags"][first:end][found]
                 done[index] = tags
             while next_index in pending and (next_index in done

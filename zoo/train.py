@@ -1,4 +1,5 @@
-"""The training loop shared by every task: optimizer, schedule, checkpoints, resume, summaries.
+"""The training loop shared by every task: plan, checkpoints, resume, summaries (the optimizer
+and its schedule: `zoo.optimizer`).
 
 `fit` runs epochs of `train_step`s over datasets that `dataset_fn(epoch)` builds (shuffled with a
 per-epoch seed, so an interrupted epoch can be resumed exactly: the batches already trained on
@@ -10,7 +11,6 @@ import os
 import time
 
 import tensorflow as tf
-import tf_keras as keras
 from absl import logging
 
 from zoo import checkpoints, distribute, fusion, precision, progress, stages
@@ -19,61 +19,7 @@ from zoo.files import load_json, save_json
 from zoo.settings import Compute
 from zoo.steps import Mixture, step_functions
 
-NO_WEIGHT_DECAY = ("layer_norm", "LayerNorm", "bias")
 HISTORY_FILE = "history.json"
-
-
-class WarmupDecay(keras.optimizers.schedules.LearningRateSchedule):
-    """Linear warmup from 0 to `peak` over `warmup_steps`, then linear (to 0) or exponential decay.
-
-    Args:
-        peak: learning rate at the end of warmup.
-        total_steps: training steps in all; linear decay reaches 0 there.
-        warmup_steps: steps of linear warmup.
-        decay: "linear" or "exponential" (multiplies by `final_fraction` over the decay steps).
-        final_fraction: for exponential decay, the fraction of `peak` left at `total_steps`.
-    """
-
-    def __init__(self, peak, total_steps, warmup_steps, decay="linear", final_fraction=0.01):
-        if decay not in ("linear", "exponential"):
-            raise UsageError(f"decay must be 'linear' or 'exponential', not {decay!r}")
-        self.peak = peak
-        self.total_steps = total_steps
-        self.warmup_steps = warmup_steps
-        self.decay = decay
-        self.final_fraction = final_fraction
-
-    def __call__(self, step):
-        step = tf.cast(step, tf.float32)
-        warmup = tf.cast(self.warmup_steps, tf.float32)
-        decay_steps = tf.maximum(tf.cast(self.total_steps, tf.float32) - warmup, 1.0)
-        progress = tf.clip_by_value((step - warmup) / decay_steps, 0.0, 1.0)
-        if self.decay == "linear":
-            decayed = self.peak * (1.0 - progress)
-        else:
-            decayed = self.peak * tf.pow(self.final_fraction, progress)
-        warming = self.peak * step / tf.maximum(warmup, 1.0)
-        return tf.where(step < warmup, warming, decayed)
-
-    def get_config(self):
-        return dict(peak=self.peak, total_steps=self.total_steps, warmup_steps=self.warmup_steps,
-                    decay=self.decay, final_fraction=self.final_fraction)
-
-
-def create_optimizer(learning_rate, total_steps, warmup_steps, decay="linear", weight_decay=0.01,
-                     clipnorm=1.0, jit_compile=False):
-    """AdamW (no weight decay on LayerNorm and bias) with `WarmupDecay` and global-norm clipping.
-
-    `jit_compile` compiles each weight's update with XLA (one fused loop), also on a CPU, where
-    tf_keras would not.
-    """
-    optimizer = keras.optimizers.AdamW(
-        learning_rate=WarmupDecay(learning_rate, total_steps, warmup_steps, decay),
-        weight_decay=weight_decay, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
-        global_clipnorm=clipnorm)
-    optimizer.jit_compile = jit_compile
-    optimizer.exclude_from_weight_decay(var_names=list(NO_WEIGHT_DECAY))
-    return optimizer
 
 
 class Plan(collections.namedtuple("Plan", "steps_per_epoch epochs total_steps")):
@@ -102,14 +48,6 @@ def plan_epochs(num_examples, settings, unit="examples"):
     if settings.max_train_steps:
         total = min(total, settings.max_train_steps)
     return Plan(steps, math.ceil(total / steps), total)
-
-
-def optimizer_for(settings, total_steps, xla_fusion=False):
-    """`create_optimizer` with a run's learning rate, warmup, decay and weight decay; its update
-    is compiled with XLA when the run fuses (`xla_fusion`, see `zoo.fusion`)."""
-    return create_optimizer(settings.learning_rate, total_steps,
-                            int(total_steps * settings.warmup_proportion), settings.decay,
-                            settings.weight_decay, jit_compile=xla_fusion)
 
 
 def write_eval_summaries(model_dir, step, scalars):

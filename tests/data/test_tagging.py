@@ -48,6 +48,17 @@ def test_a_token_of_several_words_continues_its_tag_and_an_empty_token_is_kept(p
     assert mask_id in out["input_word_ids"][0]
 
 
+def test_inference_gives_an_empty_token_no_word_as_the_export_splits_raw_text(packer):
+    sentence = ["In", "U.S.", "\u00b4", "\u200b", "today"]  # the last two give no word
+    windower = tagging.TagWindower(packer, 16, 8)
+    out = {k: v.numpy() for k, v in windower.inference(tf.ragged.constant([sentence])).items()}
+    tokens = out["token"][0][out["token"][0] >= 0]
+    assert tokens.tolist() == [0, 1, 4]
+    assert packer.special_tokens["mask_id"] not in out["input_word_ids"][0]
+    raw = windower.windows(packer.preprocessor.tokenize(tf.constant([" ".join(sentence)])))
+    np.testing.assert_array_equal(raw["input_word_ids"].numpy(), out["input_word_ids"])
+
+
 def test_a_long_sentence_is_windowed_and_every_word_predicted_once(packer):
     sentence = [f"w{i}" for i in range(40)]  # "w", "##<n>": two pieces a word
     out, _ = _windows(packer, [sentence, ["short", "one"]], seq_length=16, stride=6)

@@ -221,6 +221,7 @@ def test_a_rerun_with_other_settings_stops_unless_allowed(data, tiny_hub, tmp_pa
     saved = json.load(open(os.path.join(model_dir, "run.json")))
     assert saved["task"] == "classification" and saved["outputs"] == ["-1", "0", "1"]
     assert saved["pooling"] == "cls"  # --pooling=auto, resolved: the tiny encoder's pooler
+    assert (saved["learning_rate"], saved["head_learning_rate_multiplier"]) == (1e-4, 10.0)
 
     with open(train_file, "a", encoding="utf-8") as f:  # the data changes too
         f.write("x1,loved it,1\n")

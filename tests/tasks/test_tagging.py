@@ -64,6 +64,10 @@ def _tagging(model_dir, *extra):
 def trained(tmp_path_factory, tiny_hub):
     root = tmp_path_factory.mktemp("ner")
     dev = _sentences(30, 2)
+    # tokens that give no word (a lone accent, a zero-width space): tagged O by predict,
+    # absent from the export's words
+    dev[3] = (dev[3][0][:1] + ["\u00b4", "\u200b"] + dev[3][0][1:],
+              dev[3][1][:1] + ["O", "O"] + dev[3][1][1:])
     # one sentence far longer than a window (--max_seq_length=32): predicted in windows
     dev.append(tuple(sum((list(part) for part in parts), []) for parts in zip(*dev[:8])))
     files = dict(train=_write(root / "train.txt", _sentences(200, 1)),
@@ -110,7 +114,10 @@ def test_predict_tags_every_token_in_order_and_the_export_agrees(trained):
             starts[offset] = token
             offset += len(token) + 1
         words = {s: tag for s, tag in zip(out["word_start"][row], out["tags"][row]) if s >= 0}
-        assert [words[s] for s in starts] == [tag for _, tag in sentence]
+        # a token that gives no word has no word in the export, and O from predict
+        assert [words.get(s, "O") for s in starts] == [tag for _, tag in sentence]
+        missing = [token for s, token in starts.items() if s not in words]
+        assert missing == [t for t, _ in sentence if t in ("\u00b4", "\u200b")]
         for i in range(out["num_entities"][row]):
             start, end = out["entity_start"][row][i], out["entity_end"][row][i]
             assert text[start:end] == out["entity_text"][row][i]

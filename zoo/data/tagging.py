@@ -4,9 +4,10 @@ The model's unit is the *word* as the preprocessor splits text (BERT splits at w
 punctuation), and a word's first wordpiece carries its tag (its other pieces are left out of
 the loss). A CoNLL token is one or more words (`U.S.` is `u . s .`): its first word gets the
 token's tag, the others continue it (`I-TYPE`, or `O`). A token that gives no word at all (a
-control character) gets one `[MASK]` word, so no token is lost. Raw text (the export) is split
-into words the same way, so a sentence's tokens joined by spaces give the same words, windows
-and tags as the tokens themselves.
+control character, a lone accent such as `\u00b4`) is trained on as one `[MASK]` word, so its
+tag is not lost; evaluation and prediction give it no word and tag it `O`, as the export, which
+splits raw text (the tokens joined by spaces) into words the same way, has no word there: the
+words, windows and tags of predict and of the export are the same.
 
 Sentences longer than one window are windowed (`zoo.data.windows`, the rule SQuAD uses: a word
 is predicted in the window where its first piece has the most context). Entities are decoded
@@ -109,7 +110,7 @@ class TagWindower:
             tf.RaggedTensorSpec([None, None], tf.int32)
         self.training = tf.function(lambda tokens, tags: self.from_tokens(tokens, tags),
                                     input_signature=[strings, ints])
-        self.inference = tf.function(lambda tokens: self.from_tokens(tokens),
+        self.inference = tf.function(lambda tokens: self.from_tokens(tokens, empty_words=False),
                                      input_signature=[strings])
         self.count = tf.function(self.counts, input_signature=[strings])
 
@@ -123,10 +124,12 @@ class TagWindower:
         _, count = windows.layout(self.seq_length - 2, pieces, self.doc_stride)
         return count
 
-    def words_of_tokens(self, tokens):
+    def words_of_tokens(self, tokens, empty_words=True):
         """Ragged `[tokens, (words), (pieces)]` of a flat batch of tokens; a token with no
-        word gets one `[MASK]` word."""
+        word gets one `[MASK]` word if `empty_words`, none otherwise."""
         pieces = self.packer.preprocessor.tokenize(tokens)
+        if not empty_words:
+            return pieces
         empty = tf.cast(tf.equal(pieces.row_lengths(), 0), tf.int64)
         mask_word = tf.RaggedTensor.from_row_lengths(
             tf.RaggedTensor.from_row_lengths(
@@ -136,12 +139,13 @@ class TagWindower:
             empty)
         return tf.concat([pieces, mask_word], axis=1)
 
-    def from_tokens(self, tokens, tags=None, continuation=None):
+    def from_tokens(self, tokens, tags=None, continuation=None, empty_words=True):
         """Windows of sentences given as tokens (ragged `[sentences, (tokens)]` strings), with
         `labels` from the tokens' tag ids (ragged, like `tokens`) if given; see `windows`.
         Adds per position `token`: the token (within its sentence) whose first word's first
-        piece is there, -1 elsewhere."""
-        per_token = self.words_of_tokens(tokens.flat_values)  # [T, (words), (pieces)]
+        piece is there, -1 elsewhere (a token with no word, without `empty_words`, is in no
+        window)."""
+        per_token = self.words_of_tokens(tokens.flat_values, empty_words)  # [T, (words), (pieces)]
         token_of_word = per_token.value_rowids()  # flat token index of each word
         first_word = tf.equal(tf.range(tf.size(token_of_word, out_type=tf.int64)),
                               tf.gather(per_token.row_starts(), token_of_word))

@@ -1,0 +1,116 @@
+r"""zoo's side of the training benchmark: the MRPC fine-tuning step of `tasks.*.train` on MiniLM.
+
+  python bench/zoo_train.py --plan_file=PLAN [--precision=bf16] [--xla_fusion=auto]
+
+Run by `bench/train_throughput.py` beside `bench/peer_train.py`, on the same plan: for each
+padding policy the batches (row indices of MRPC train.tsv) in order (`common.batch_plan`). The
+texts are packed up front with zoo's preprocessor (as the peer tokenizes up front); each step is
+zoo's own training step (`zoo.steps.step_functions`: forward, loss, backward, clipping, AdamW
+from `zoo.optimizer`) on the classifier core of `zoo.models`, in `zoo.precision` and with
+`zoo.fusion` as `zoo.train.fit` runs it (fusion auto: on for fixed padding only). Batches are
+cut to their longest row except with fixed padding. The first --warmup_steps of each policy are
+not timed. Prints one JSON line: the seconds of each policy's timed steps, the settings, threads
+and the matmul peak of the precision used, measured by TensorFlow in the same process.
+"""
+import json
+import os
+import time
+
+from absl import app, flags
+
+import zoo  # noqa: F401  (before TensorFlow: tf_keras and the XLA flags)
+from common import mrpc_pairs, timed_steps
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+flags.DEFINE_string("data_dir", os.path.join(ROOT, "..", "shared", "data", "mrpc"),
+                    "GLUE MRPC folder (train.tsv is used).")
+flags.DEFINE_string("plan_file", None, "JSON: {padding: [[row, ...], ...]}.", required=True)
+flags.DEFINE_string("encoder_handle", "minilm_l6_h384_uncased", "Encoder (zoo-build-hub model).")
+flags.DEFINE_integer("max_seq_length", 128, "Sequence length (fixed padding pads to it).")
+flags.DEFINE_integer("warmup_steps", 3, "Untimed steps at the start of each policy.")
+flags.DEFINE_enum("precision", "fp32", ["fp32", "bf16"], "zoo.precision of the steps.")
+flags.DEFINE_enum("xla_fusion", "auto", ["auto", "on", "off"], "zoo.fusion of the steps.")
+FLAGS = flags.FLAGS
+
+
+def matmul_peak_gflops(size=2048, repeats=20):
+    """Best GFLOP/s of a chain of `repeats` square matmuls in one tf.function, best of 5, in
+    the precision in force (each product feeds the next: no graph rewrite can drop one)."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    a = tf.random.normal([size, size])
+    b = tf.random.normal([size, size]) / size ** 0.5
+
+    @tf.function
+    def chain(x):
+        for _ in range(repeats):
+            x = tf.matmul(x, b)
+        return x
+
+    chain(a).numpy()
+    best = float("inf")
+    for _ in range(5):
+        began = time.perf_counter()
+        chain(a).numpy()
+        best = min(best, time.perf_counter() - began)
+    return 2.0 * size ** 3 * repeats / best / 1e9
+
+
+def main(argv):
+    del argv
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    import tf_keras as keras  # pylint: disable=import-outside-toplevel
+    from zoo import fusion, hub, models, precision  # pylint: disable=import-outside-toplevel
+    from zoo.classification import sparse_cross_entropy  # pylint: disable=import-outside-toplevel
+    from zoo.data.pipeline import trim_to_longest  # pylint: disable=import-outside-toplevel
+    from zoo.optimizer import create_optimizer  # pylint: disable=import-outside-toplevel
+    from zoo.steps import step_functions  # pylint: disable=import-outside-toplevel
+
+    with open(FLAGS.plan_file, encoding="utf-8") as f:
+        plan = json.load(f)
+    pairs = mrpc_pairs(os.path.join(FLAGS.data_dir, "train.tsv"))
+    encoder, preprocessor = hub.resolve_handles(FLAGS.encoder_handle, None)
+    packer = models.TextPacker(preprocessor, FLAGS.max_seq_length)
+    packed = {k: v.numpy() for k, v in packer(tf.constant([a for a, _, _ in pairs]),
+                                              tf.constant([b for _, b, _ in pairs])).items()}
+    labels = tf.constant([y for _, _, y in pairs], tf.int64)
+    strategy = tf.distribute.get_strategy()
+    results = dict(side="zoo", framework=f"tensorflow {tf.__version__}",
+                   threads=dict(intra_op=tf.config.threading.get_intra_op_parallelism_threads(),
+                                inter_op=tf.config.threading.get_inter_op_parallelism_threads(),
+                                cores=os.cpu_count()),
+                   precision=FLAGS.precision, attention="Hub encoder (MatMul, Softmax)",
+                   warmup_steps=FLAGS.warmup_steps, xla_fusion={}, seconds={})
+    for padding, rows in plan.items():
+        fused = fusion.resolve(FLAGS.xla_fusion, padding)
+        results["xla_fusion"][padding] = fused
+
+        def batches(rows=rows, padding=padding):
+            for index in rows:
+                inputs = {k: tf.gather(v, index) for k, v in packed.items()}
+                if padding != "fixed":
+                    inputs = trim_to_longest(inputs)
+                yield inputs, tf.gather(labels, index)
+
+        spec = {k: tf.TensorSpec([None, None], tf.int32) for k in packed}
+        dataset = tf.data.Dataset.from_generator(
+            batches, output_signature=(spec, tf.TensorSpec([None], tf.int64)))
+        keras.utils.set_random_seed(0)
+        core = models.classifier_core(encoder, 2, pooling="cls")
+        optimizer = create_optimizer(5e-5, len(rows), 0, jit_compile=fused)
+        train_step, _ = step_functions(core, optimizer, sparse_cross_entropy, {}, strategy,
+                                       len(rows[0]))
+        iterator = iter(strategy.experimental_distribute_dataset(dataset.prefetch(2)))
+
+        def step(_, train_step=train_step, iterator=iterator, fused=fused):
+            with fusion.scope(fused):
+                float(train_step(iterator))
+
+        with precision.scope(FLAGS.precision):
+            results["seconds"][padding] = timed_steps(step, rows, FLAGS.warmup_steps)
+    precision.apply(FLAGS.precision)
+    results["matmul_peak_gflops"] = round(matmul_peak_gflops(), 1)
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    app.run(main)
