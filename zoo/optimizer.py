@@ -5,6 +5,8 @@ on a `WarmupDecay` schedule. Its `HeadAdamW` can give a freshly initialised head
 rate that is a multiple of the pretrained encoder's, and can hold the encoder still for the first
 steps, so that the head is trained alone before the encoder moves (a warm start).
 """
+import contextlib
+
 import tensorflow as tf
 import tf_keras as keras
 
@@ -101,23 +103,26 @@ class HeadAdamW(keras.optimizers.AdamW):
     def learning_rate(self, value):
         keras.optimizers.AdamW.learning_rate.fset(self, value)
 
-    def update_step(self, gradient, variable):
+    @contextlib.contextmanager
+    def _rate_of(self, variable):
+        """`learning_rate` is `variable`'s (scaled by its multiplier) inside the block."""
         self._scale.value = self._multiplier(variable)
         try:
-            super().update_step(gradient, variable)
+            yield
         finally:
             self._scale.value = None
+
+    def update_step(self, gradient, variable):
+        with self._rate_of(variable):
+            super().update_step(gradient, variable)
 
     def _apply_weight_decay(self, variables):
         head = [v for v in variables if self._var_key(v) in self._head_keys]
         rest = [v for v in variables if self._var_key(v) not in self._head_keys]
         for group in (head, rest):
             if group:
-                self._scale.value = self._multiplier(group[0])
-                try:
+                with self._rate_of(group[0]):
                     super()._apply_weight_decay(group)
-                finally:
-                    self._scale.value = None
 
     def get_config(self):
         return dict(super().get_config(), head_multiplier=self.head_multiplier,

@@ -8,9 +8,9 @@ and the model's inputs and outputs stay fp32. On a CPU with AMX-BF16 that makes 
 about 4x faster than fp32; on one with AVX512_BF16 and no AMX (AMD Zen 4 and later) about 1.9x,
 and a training step 1.1-1.3x (BENCHMARKS.md, with the accuracy it keeps); on a CPU without
 native bf16 it would be emulated and slower, so `auto` turns it on only where the CPU reports
-`amx_bf16` or `avx512_bf16`, and never when a GPU or TPU does the work. `auto` also keeps evaluation, prediction and export in fp32: there bf16
-gains little (weights are cast on every call) and results would drift from the exported model,
-which TF Serving runs in fp32.
+`amx_bf16` or `avx512_bf16`, and never when a GPU or TPU does the work. `auto` also keeps
+evaluation, prediction and export in fp32: there bf16 gains little (weights are cast on every
+call) and results would drift from the exported model, which TF Serving runs in fp32.
 
 The setting is process-wide and takes effect for graphs optimized after it is set. A run
 resolves its precisions once (`zoo.settings.Compute`) and passes them on; `scope` sets one

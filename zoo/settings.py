@@ -116,7 +116,8 @@ class RunSettings:
         "auto", "Compute precision. bf16: matmuls and the ops around them in bfloat16 "
         "(weights, optimizer and loss stay fp32), through TensorFlow's oneDNN graph rewrite, "
         "which also reaches inside Hub encoders; auto: bf16 for training on a CPU with "
-        "AMX-BF16 or AVX512_BF16 and no GPU/TPU, fp32 for everything else.", choices=precision.PRECISIONS)
+        "AMX-BF16 or AVX512_BF16 and no GPU/TPU, fp32 for everything else.",
+        choices=precision.PRECISIONS)
     xla_fusion: str = setting(
         "auto", "XLA fusion of the training step's elementwise ops and optimizer update on a "
         "CPU (matmuls stay with oneDNN). XLA compiles once per batch shape (tens of seconds), "

@@ -159,6 +159,8 @@ class Tagging(runner.Task):
             return dict(meta, tags=tf.pad(tags, [[0, 0], [0, width]], constant_values=-1))
 
         next_index, done = 0, {}
+        # a token that gives no word is in no window: tagged O (the export has no word there)
+        outside = self.vocab.tags.index("O")
         batches = self.run.infer(tag, ds, description, "window")
         for ready, bounds in windows.complete_groups(batches):
             for first, end in bounds:
@@ -166,9 +168,7 @@ class Tagging(runner.Task):
                 # each token's tag from its max-context window
                 found = (ready["token"][first:end] >= 0) & ready["max_context"][first:end]
                 tokens = ready["token"][first:end][found]
-                # a token that gives no word is in no window: tagged O (the export has no
-                # word there)
-                tags = np.full(len(pending[index].tokens), self.vocab.tags.index("O"), np.int32)
+                tags = np.full(len(pending[index].tokens), outside, np.int32)
                 tags[tokens] = ready["tags"][first:end][found]
                 done[index] = tags
             while next_index in pending and (next_index in done
