@@ -44,10 +44,20 @@ def sst2_sentences(path):
         return [line.rstrip("\n").split("\t")[column].strip() for line in f if line.strip()]
 
 
-def best_rate(fn, texts, batch_size, repeats):
-    """Examples/s of the best of `repeats` passes of `fn` over `texts` in batches (after one
+FIRST_TEXT = "a gripping, funny film"  # the one text of a start-to-first-prediction run
+
+
+def inference_groups(texts, batch_size, policy):
+    """The batches of texts an inference setting takes, the same on both sides: file order
+    ("dynamic" and "fixed": the policy says how they are padded, not which texts go together),
+    or sorted by character length ("sorted", as a client grouping similar requests would)."""
+    ordered = sorted(texts, key=len) if policy == "sorted" else list(texts)
+    return [ordered[i:i + batch_size] for i in range(0, len(ordered), batch_size)]
+
+
+def best_rate(fn, groups, repeats):
+    """Examples/s of the best of `repeats` passes of `fn` over the batches `groups` (after one
     untimed pass)."""
-    groups = [texts[i:i + batch_size] for i in range(0, len(texts), batch_size)]
     for group in groups:
         fn(group)
     best = float("inf")
@@ -56,7 +66,7 @@ def best_rate(fn, texts, batch_size, repeats):
         for group in groups:
             fn(group)
         best = min(best, time.perf_counter() - began)
-    return len(texts) / best
+    return sum(len(g) for g in groups) / best
 
 
 def latency_ms(fn, texts, warmup=20):

@@ -1,21 +1,27 @@
-r"""Inference of zoo's exported SavedModel beside the PyTorch peer, on SST-2 dev.
+r"""Inference, like for like: zoo's exported SavedModel against the PyTorch peer at its best.
 
-  python bench/inference.py                       # a fresh MiniLM classifier (head untrained)
-  python bench/inference.py --model_dir=runs/sst2 # a trained classification model dir
+  python bench/inference.py >> bench/results/inference.jsonl    # needs ./install.sh bench
 
-First the peer, `bench/peer_infer.py`, in a subprocess (--peer=false skips it). Then zoo writes
-two exports of the same model with `zoo.export.export_classifier`: the default, which trims each
-request to its longest row, and one that always pads to --max_seq_length (`fixed`, the
-baseline). Loaded with `tf.saved_model.load` in this process, after `zoo.precision.apply`
-(--precision, as for inference; TF Serving does not apply that graph rewrite). The `serving_default` signature is
-called on raw strings (tokenization inside the graph, inside the timing), for each batch size:
-`fixed` and `trimmed` in file order, and `sorted` (trimmed, texts sorted by character length
-first, as a client that groups requests of similar length would). Then batch-1 latency p50/p95,
-and for both sides the wall time from starting a new Python process to its first prediction.
-Prints one JSON line with the ratios.
+SST-2 dev (872 sentences), MiniLM-L6-H384, length 128. zoo writes one export per
+--zoo_configs precision (`zoo.export` with `zoo.frozen_core.serving_core`: fp32, or bf16 weights
+and matmuls; a fresh MiniLM classifier, or --model_dir's trained one: the head does not change
+the work) in a process of its own. Then --rounds rounds; each runs every setting once in a fresh
+process, the sides alternating which goes first: `bench/zoo_infer.py` (the export loaded by a
+process with only tensorflow and tensorflow_text, as TF Serving runs it) and
+`bench/peer_infer.py` in each --peer_configs setting (PRECISION-ATTENTION[-compile]). Both take
+the same batches (`common.inference_groups`), tokenize inside the timing, and report the best of
+--repeats passes per batch size and policy after one untimed pass, then batch-1 latency (p50,
+p95). Each round also times, per setting, a new process from its start to its first prediction.
+
+Prints one JSON line per run, then a summary: per setting the median over rounds (min, max) of
+every figure, and the ratios zoo / peer: the best batched rate of each precision against the
+other side's of the same precision, best against best (any precision, batch size and policy),
+the best batch-1 p50 and the best time to a first prediction (lower is better for both: a ratio
+under 1 means zoo is faster). Every line carries the machine (CPU model, flags, git).
 """
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -23,50 +29,33 @@ import time
 
 from absl import app, flags
 
-from common import best_rate, latency_ms, minilm_folder, run_peer, sst2_sentences
+from common import BENCH, machine
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
+ROOT = os.path.dirname(BENCH)
 flags.DEFINE_string("data_dir", os.path.join(ROOT, "..", "shared", "data", "sst2"),
                     "GLUE SST-2 folder (dev.tsv is used).")
 flags.DEFINE_string("model_dir", None, "A trained classification model dir (default: a fresh "
-                    "classifier on --encoder_handle; the head's weights do not change the work).")
+                    "classifier on --encoder_handle).")
 flags.DEFINE_string("encoder_handle", "minilm_l6_h384_uncased", "Encoder handle.")
-flags.DEFINE_integer("max_seq_length", 128, "Sequence length of the export.")
+flags.DEFINE_integer("max_seq_length", 128, "Sequence length of the exports and the peer.")
 flags.DEFINE_list("batch_sizes", ["32", "64"], "Batch sizes of the throughput runs.")
-flags.DEFINE_integer("repeats", 3, "Timed passes over dev per policy (best is kept).")
+flags.DEFINE_list("policies", ["dynamic", "sorted"], "Batch policies: dynamic (file order, "
+                  "padded to the longest), sorted (by length), fixed (padded to the length).")
+flags.DEFINE_integer("repeats", 2, "Timed passes over dev per policy in a run (best kept).")
+flags.DEFINE_integer("rounds", 3, "Rounds of runs (medians are reported).")
 flags.DEFINE_integer("latency_requests", 200, "One-text requests of the latency run.")
-flags.DEFINE_enum("precision", "auto", ["auto", "bf16", "fp32"],
-                  "See zoo.precision (auto: fp32 outside training, as in tasks).")
-flags.DEFINE_bool("peer", True, "Run the PyTorch peer first (needs ./install.sh bench).")
+flags.DEFINE_list("peer_configs", ["fp32-sdpa", "bf16-sdpa", "bf16-sdpa-compile"],
+                  "Peer settings: PRECISION-ATTENTION[-compile].")
+flags.DEFINE_list("zoo_configs", ["fp32", "bf16"], "zoo export precisions.")
+flags.DEFINE_string("write_exports", None, "(internal) write the exports under this folder.")
 FLAGS = flags.FLAGS
-
-ZOO_FIRST_PREDICTION = """
-import sys, tensorflow as tf, tensorflow_text
-serve = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
-print(serve(text=tf.constant(["a gripping, funny film"]))["label"].numpy())
-"""
-PEER_FIRST_PREDICTION = """
-import sys, torch
-from transformers import BertForSequenceClassification, BertTokenizerFast
-tokenizer = BertTokenizerFast.from_pretrained(sys.argv[1])
-model = BertForSequenceClassification.from_pretrained(sys.argv[1], num_labels=2).eval()
-with torch.inference_mode():
-    print(model(**tokenizer(["a gripping, funny film"], return_tensors="pt")).logits.argmax(-1))
-"""
-
-
-def first_prediction_seconds(script, *args, env=None):
-    """Wall seconds from starting a new Python process to the end of its first prediction."""
-    began = time.perf_counter()
-    subprocess.run([sys.executable, "-c", script, *args], check=True, capture_output=True,
-                   env=env)
-    return round(time.perf_counter() - began, 2)
 
 
 def write_exports(folder):
-    """(trimmed export, fixed-length export) of one model."""
-    from zoo import classification, export, hub, models, runner  # pylint: disable=import-outside-toplevel
+    """One export per --zoo_configs precision under `folder` (and `<precision>_fixed`, padded
+    to full length, if the fixed policy is asked for)."""
+    sys.path.insert(0, ROOT)
+    from zoo import classification, export, frozen_core, hub, models, runner  # pylint: disable=import-outside-toplevel
 
     if FLAGS.model_dir:
         task = runner.start("export", classification.Classification, classification.Settings(
@@ -76,67 +65,124 @@ def write_exports(folder):
         packer, labels = task.run.packer, task.labels.names
     else:
         encoder, preprocessor = hub.resolve_handles(FLAGS.encoder_handle, None)
-        core = models.classifier_core(encoder, 2)
+        core = models.classifier_core(encoder, 2, pooling="mean")
         packer = models.TextPacker(preprocessor, FLAGS.max_seq_length)
         labels = ["negative", "positive"]
-    return tuple(export.export_classifier(os.path.join(folder, name), core, packer, labels,
-                                          trim_padding=name == "trimmed")
-                 for name in ("trimmed", "fixed"))
+    for precision in FLAGS.zoo_configs:
+        serving = frozen_core.serving_core(core, precision)
+        for trim in [True] + ([False] if "fixed" in FLAGS.policies else []):
+            name = precision if trim else f"{precision}_fixed"
+            export.export_classifier(os.path.join(folder, name), serving, packer, labels,
+                                     trim_padding=trim)
+
+
+def command(side, config, exports):
+    """(script and flags) of a run of `side` in setting `config`, timing everything."""
+    timing = [f"--data_dir={FLAGS.data_dir}", f"--batch_sizes={','.join(FLAGS.batch_sizes)}",
+              f"--policies={','.join(FLAGS.policies)}", f"--repeats={FLAGS.repeats}",
+              f"--latency_requests={FLAGS.latency_requests}"]
+    if side == "zoo":
+        return ["zoo_infer.py", f"--export_dir={os.path.join(exports, config)}",
+                f"--fixed_export_dir={os.path.join(exports, config + '_fixed')}", *timing]
+    parts = config.split("-")
+    return ["peer_infer.py", f"--precision={parts[0]}", f"--attention={parts[1]}",
+            f"--max_seq_length={FLAGS.max_seq_length}", *timing] + (
+                ["--compile"] if "compile" in parts[2:] else [])
+
+
+def run(args, first_prediction=False):
+    """Runs a bench script in a fresh process: the JSON of its last line and its wall seconds.
+    A zoo process does not get the Keras 2 switch that zoo sets (TF Serving has none)."""
+    env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
+    began = time.perf_counter()
+    done = subprocess.run([sys.executable, *args] + (["--first_prediction"] if first_prediction
+                                                     else []),
+                          cwd=BENCH, capture_output=True, text=True, check=False, env=env)
+    seconds = time.perf_counter() - began
+    if done.returncode:
+        raise SystemExit(f"{args[0]} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1]), seconds
+
+
+def _spread(values, digits=1):
+    return dict(median=round(statistics.median(values), digits),
+                min=round(min(values), digits), max=round(max(values), digits))
+
+
+def summary(runs):
+    """Medians per setting and the ratios (see the module docstring)."""
+    settings = {}
+    for one in runs:
+        entry = settings.setdefault(f"{one['side']}:{one['config']}", dict(
+            side=one["side"], precision=one["config"].split("-")[0], runs=[]))
+        entry["runs"].append(one)
+    for entry in settings.values():
+        measured = entry.pop("runs")
+        for key in measured[0]:
+            if key.startswith("batch_") and key != "batch_1_latency":
+                entry[key] = _spread([m[key] for m in measured])
+        entry["batch_1_p50_ms"] = _spread([m["batch_1_latency"]["p50_ms"] for m in measured], 2)
+        entry["batch_1_p95_ms"] = _spread([m["batch_1_latency"]["p95_ms"] for m in measured], 2)
+        entry["first_prediction_seconds"] = _spread(
+            [m["first_prediction_seconds"] for m in measured], 2)
+
+    def best(side, precision=None, key=None):
+        """(setting, figure key, value) of `side`'s highest batched median."""
+        return max(((name, k, e[k]["median"]) for name, e in settings.items()
+                    if e["side"] == side and (precision is None or e["precision"] == precision)
+                    for k in e if k.startswith("batch_") and "_ms" not in k
+                    and (key is None or k == key)), key=lambda t: t[2], default=None)
+
+    def lowest(side, key):
+        return min(((name, e[key]["median"]) for name, e in settings.items()
+                    if e["side"] == side), key=lambda t: t[1])
+
+    ratios = {}
+    for name, precision in (("fp32_vs_fp32", "fp32"), ("bf16_vs_bf16", "bf16"),
+                            ("best_vs_best", None)):
+        z, p = best("zoo", precision), best("peer", precision)
+        if z and p:
+            ratios[f"batched_{name}"] = dict(ratio=round(z[2] / p[2], 3), zoo=z, peer=p)
+    keys = sorted({k for e in settings.values() for k in e
+                   if k.startswith("batch_") and "_ms" not in k})
+    for key in keys:
+        z, p = best("zoo", key=key), best("peer", key=key)
+        if z and p:
+            ratios[f"best_vs_best_{key[6:]}"] = dict(ratio=round(z[2] / p[2], 3), zoo=z[0],
+                                                     peer=p[0])
+    for key in ("batch_1_p50_ms", "first_prediction_seconds"):
+        z, p = lowest("zoo", key), lowest("peer", key)
+        ratios[f"{key}_zoo_over_peer"] = dict(ratio=round(z[1] / p[1], 3), zoo=z, peer=p)
+    return dict(settings=settings, ratios=ratios)
 
 
 def main(argv):
     del argv
-    peer = None
-    if FLAGS.peer:
-        peer = run_peer("peer_infer.py", data_dir=FLAGS.data_dir,
-                        batch_sizes=",".join(FLAGS.batch_sizes),
-                        max_seq_length=FLAGS.max_seq_length, repeats=FLAGS.repeats,
-                        latency_requests=FLAGS.latency_requests)
-        peer["first_prediction_seconds"] = first_prediction_seconds(
-            PEER_FIRST_PREDICTION, minilm_folder())
-    from zoo import precision  # pylint: disable=import-outside-toplevel
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-
-    texts = sst2_sentences(os.path.join(FLAGS.data_dir, "dev.tsv"))
-    by_length = sorted(texts, key=len)
-    results = dict(examples=len(texts), max_seq_length=FLAGS.max_seq_length,
-                   precision=precision.apply(precision.resolve(
-                       precision.for_inference(FLAGS.precision))))
-    with tempfile.TemporaryDirectory(prefix="zoo-bench-export-") as folder:
-        trimmed_dir, fixed_dir = write_exports(folder)
-        serving = {name: tf.saved_model.load(path).signatures["serving_default"]
-                   for name, path in (("trimmed", trimmed_dir), ("fixed", fixed_dir))}
-        calls = {name: (lambda group, fn=fn: fn(text=tf.constant(group))["probabilities"].numpy())
-                 for name, fn in serving.items()}
-        for batch_size in (int(b) for b in FLAGS.batch_sizes):
-            rates = {"fixed": best_rate(calls["fixed"], texts, batch_size, FLAGS.repeats),
-                     "trimmed": best_rate(calls["trimmed"], texts, batch_size, FLAGS.repeats),
-                     "sorted": best_rate(calls["trimmed"], by_length, batch_size, FLAGS.repeats)}
-            results[f"batch_{batch_size}"] = {k: round(v, 1) for k, v in rates.items()}
-            results[f"ratio_sorted_over_fixed_batch_{batch_size}"] = round(
-                rates["sorted"] / rates["fixed"], 3)
-        results["batch_1_latency"] = latency_ms(calls["trimmed"], texts[:FLAGS.latency_requests])
-        env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
-        results["first_prediction_seconds"] = first_prediction_seconds(
-            ZOO_FIRST_PREDICTION, trimmed_dir, env=env)
-    results["best_batched_examples_per_second"] = max(
-        rate for key, policies in results.items() if key.startswith("batch_") and key[6:].isdigit()
-        for rate in policies.values())
-    if peer:
-        results["peer"] = peer
-        best = results["best_batched_examples_per_second"]
-        results["ratio_zoo_best_over_peer_best_batched"] = round(
-            best / peer["best_batched_examples_per_second"], 3)
-        results["ratio_zoo_best_over_peer_pipeline_default"] = round(
-            best / peer["pipeline_default_examples_per_second"], 3)
-        for batch_size in FLAGS.batch_sizes:
-            for policy, peer_policy in (("fixed", "fixed"), ("sorted", "sorted")):
-                results[f"ratio_zoo_over_peer_{policy}_batch_{batch_size}"] = round(
-                    results[f"batch_{batch_size}"][policy]
-                    / peer[f"batch_{batch_size}"][peer_policy], 3)
-        results["ratio_peer_over_zoo_batch_1_p50"] = round(
-            peer["batch_1_latency"]["p50_ms"] / results["batch_1_latency"]["p50_ms"], 3)
-    print(json.dumps(results))
+    if FLAGS.write_exports:
+        write_exports(FLAGS.write_exports)
+        print(json.dumps(dict(exports=sorted(os.listdir(FLAGS.write_exports)))))
+        return
+    where = machine(ROOT)
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="zoo-inference-bench-") as exports:
+        flags_now = [f"--{name}={','.join(value) if isinstance(value, list) else value}"
+                     for name, value in FLAGS.flag_values_dict().items()
+                     if name in ("model_dir", "encoder_handle", "max_seq_length", "policies",
+                                 "zoo_configs") and value is not None]
+        run([os.path.abspath(__file__), f"--write_exports={exports}", *flags_now])
+        sides = [("peer", c) for c in FLAGS.peer_configs] + [("zoo", c) for c in FLAGS.zoo_configs]
+        for round_ in range(FLAGS.rounds):
+            for side, config in (sides if round_ % 2 == 0 else sides[::-1]):
+                args = command(side, config, exports)
+                one, _ = run(args)
+                _, one["first_prediction_seconds"] = run(args, first_prediction=True)
+                one.update(side=side, config=config, round=round_, machine=where)
+                print(json.dumps(one), flush=True)
+                runs.append(one)
+    print(json.dumps(dict(summary="inference", machine=where, data="SST-2 dev",
+                          max_seq_length=FLAGS.max_seq_length, rounds=FLAGS.rounds,
+                          repeats=FLAGS.repeats, model_dir=FLAGS.model_dir, **summary(runs))),
+          flush=True)
 
 
 if __name__ == "__main__":

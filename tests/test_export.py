@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from zoo import export, models
+from zoo import export, frozen_core, models, precision
 
 SERVE = """
 import json, sys
@@ -48,6 +48,22 @@ def test_export_serves_raw_text_in_a_fresh_process(tiny_hub, tmp_path, pair):
     expected = tf.nn.softmax(core(packer(*columns), training=False)).numpy()
     np.testing.assert_allclose(served["probabilities"], expected, atol=1e-5)
     assert served["label_id"] == expected.argmax(-1).tolist()
+    assert served["label"] == [["neg", "neu", "pos"][i] for i in served["label_id"]]
+
+
+@pytest.mark.skipif(not precision.cpu_flags() & precision.REWRITE_CPU_FLAGS,
+                    reason="TensorFlow's oneDNN bf16 rewrite does not run on this CPU")
+def test_a_bf16_export_serves_raw_text_in_a_fresh_process(tiny_hub, tmp_path):
+    core = models.classifier_core(tiny_hub + "/encoder", num_classes=3)
+    packer = models.TextPacker(tiny_hub + "/preprocessor", seq_length=32)
+    export_dir = export.export_classifier(str(tmp_path / "export" / "1"),
+                                          frozen_core.serving_core(core, "bf16"), packer,
+                                          ["neg", "neu", "pos"])
+    texts = ["a fine film", "a dull, long film", "yes"]
+    served = _serve(export_dir, {"text": texts})
+    assert served["extra"] == []
+    expected = tf.nn.softmax(core(packer(tf.constant(texts)), training=False)).numpy()
+    np.testing.assert_allclose(served["probabilities"], expected, atol=0.02)
     assert served["label"] == [["neg", "neu", "pos"][i] for i in served["label_id"]]
 
 

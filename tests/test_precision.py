@@ -17,6 +17,14 @@ needs_rewrite = pytest.mark.skipif(
     reason="TensorFlow's oneDNN bf16 rewrite does not run on this CPU (no avx512f)")
 
 
+def test_a_bf16_export_is_refused_up_front_where_the_rewrite_does_not_run():
+    precision.check_export_cpu("fp32", flags=set())
+    precision.check_export_cpu("bf16", flags={"avx512f"})
+    precision.check_export_cpu("bf16", flags={"avx_ne_convert"})
+    with pytest.raises(ValueError, match="--export_precision=bf16 needs a CPU .* avx512f"):
+        precision.check_export_cpu("bf16", flags={"avx2", "fma"})
+
+
 @pytest.fixture
 def restore_precision():
     before = precision.current()

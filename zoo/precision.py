@@ -23,6 +23,7 @@ import tensorflow as tf
 from zoo.errors import UsageError
 
 PRECISIONS = ("auto", "bf16", "fp32")
+EXPORT_PRECISIONS = ("fp32", "bf16")  # --export_precision: see zoo.frozen_core
 GRAPPLER_OPTION = "auto_mixed_precision_onednn_bfloat16"
 BF16_CPU_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})  # native bf16 matmuls: auto picks bf16
 # TensorFlow applies its oneDNN bf16 rewrite only on CPUs with one of these (on others it leaves
@@ -68,6 +69,19 @@ def resolve(precision, flags=None, accelerators=None):
                              "--precision=fp32 or auto")
         return precision
     return "bf16" if BF16_CPU_FLAGS & flags and not accelerators else "fp32"
+
+
+def check_export_cpu(precision, flags=None):
+    """A `UsageError` if `precision` is "bf16" and TensorFlow's oneDNN bf16 rewrite, which
+    writes a bf16 export (`zoo.frozen_core`), does not run on this CPU (`flags`: its feature
+    flags, default this machine's); checked when a run starts, not after its training."""
+    if precision != "bf16":
+        return
+    flags = cpu_flags() if flags is None else flags
+    if not REWRITE_CPU_FLAGS & flags:
+        raise UsageError("--export_precision=bf16 needs a CPU that TensorFlow's oneDNN bf16 "
+                         f"rewrite runs on (flags {' or '.join(sorted(REWRITE_CPU_FLAGS))}); "
+                         "this one has neither: export in fp32, or on a machine that has one")
 
 
 def for_inference(precision):

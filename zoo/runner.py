@@ -19,7 +19,8 @@ from typing import Any
 
 import tf_keras as keras
 
-from zoo import best, distribute, export, hub, plots, precision, run_record, stages, train
+from zoo import best, distribute, export, frozen_core, hub, plots, precision, run_record
+from zoo import stages, train
 from zoo import optimizer as zoo_optimizer
 from zoo.errors import UsageError
 from zoo.files import save_json
@@ -244,7 +245,8 @@ def _use_trained(task, mode):
         count = task.predict(core, path)
         print(f"wrote {count} predictions to {path}")
         return count
-    path = export.save(s.export_dir, task.signatures(core))
+    path = export.save(s.export_dir, task.signatures(
+        frozen_core.serving_core(core, s.export_precision)))
     print("exported to", path)
     return path
 
@@ -352,5 +354,6 @@ def _train(task, evaluate_each_epoch):
             print(f"exporting the best checkpoint by {s.keep_best}: step "
                   f"{best.restore(core, s.model_dir)}")
         with stages.stage("export"), precision.scope(run_.compute.eval_precision):
-            print("exported to", export.save(s.export_dir, task.signatures(core)))
+            print("exported to", export.save(s.export_dir, task.signatures(
+                frozen_core.serving_core(core, s.export_precision))))
     return timing

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -118,6 +119,25 @@ def test_export_mode_and_the_exported_label_names(trained, tmp_path):
         "serving_default"](text=texts)
     assert {x.decode() for x in served["label"].numpy()} <= {"negative", "neutral", "positive"}
     assert served["label"].numpy().tolist() == first["label"].numpy().tolist()
+
+
+def test_export_mode_in_bf16_gives_the_labels_of_the_fp32_export(trained, tmp_path):
+    export_dir = str(tmp_path / "bf16" / "1")
+    result = _classify(trained, "--mode=export", f"--export_dir={export_dir}",
+                       "--export_precision=bf16")
+    if not precision.cpu_flags() & precision.REWRITE_CPU_FLAGS:
+        assert result.returncode != 0
+        assert "--export_precision=bf16 needs a CPU" in result.stderr
+        return
+    assert result.returncode == 0, result.stderr[-3000:]
+    texts = tf.constant(["loved it, brilliant", "boring and awful", "released on monday",
+                         "great actors, terrible film"])
+    served = tf.saved_model.load(export_dir).signatures["serving_default"](text=texts)
+    fp32 = tf.saved_model.load(os.path.join(trained, "export", "1")).signatures[
+        "serving_default"](text=texts)
+    np.testing.assert_allclose(served["probabilities"].numpy(), fp32["probabilities"].numpy(),
+                               atol=0.03)
+    assert served["label"].numpy().tolist() == fp32["label"].numpy().tolist()
 
 
 def test_flagfile_reruns_with_the_saved_flags(trained, data):

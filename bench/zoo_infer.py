@@ -1,0 +1,61 @@
+r"""zoo's side of `bench/inference.py`: one exported SavedModel, called as TF Serving would.
+
+  python bench/zoo_infer.py --export_dir=/tmp/export/1 [--fixed_export_dir=...]
+
+A process that imports only tensorflow and tensorflow_text (no zoo, no graph rewrite of its
+own: what the export does, it does by itself) loads the export and calls its `serving_default`
+signature on raw strings (tokenization inside the graph, inside the timing). For each batch size
+and policy (`common.inference_groups`: `dynamic` and `sorted` on the export, which trims each
+request to its longest row; `fixed` on --fixed_export_dir, which pads to its full length), the
+best of --repeats passes after one untimed pass; then batch-1 latency. With --first_prediction
+it only loads and answers one text (the caller times the process). Prints one JSON line.
+"""
+import argparse
+import json
+import os
+
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the tokenizer ops, as TF Serving builds do)
+
+from common import FIRST_TEXT, best_rate, inference_groups, latency_ms, sst2_sentences
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def classifier(export_dir):
+    serve = tf.saved_model.load(export_dir).signatures["serving_default"]
+    return lambda group: serve(text=tf.constant(group))["probabilities"].numpy()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--export_dir", required=True)
+    parser.add_argument("--fixed_export_dir")
+    parser.add_argument("--data_dir", default=os.path.join(ROOT, "..", "shared", "data", "sst2"))
+    parser.add_argument("--batch_sizes", default="32,64")
+    parser.add_argument("--policies", default="dynamic,sorted")
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--latency_requests", type=int, default=200)
+    parser.add_argument("--first_prediction", action="store_true")
+    args = parser.parse_args()
+    classify = classifier(args.export_dir)
+    if args.first_prediction:
+        print(json.dumps(dict(label=int(classify([FIRST_TEXT]).argmax(-1)[0]))))
+        return
+    texts = sst2_sentences(os.path.join(args.data_dir, "dev.tsv"))
+    policies = args.policies.split(",")
+    fixed = classifier(args.fixed_export_dir) if "fixed" in policies else None
+    results = dict(framework=f"tensorflow {tf.__version__}",
+                   threads=[tf.config.threading.get_intra_op_parallelism_threads(),
+                            tf.config.threading.get_inter_op_parallelism_threads()])
+    for batch_size in [int(b) for b in args.batch_sizes.split(",")]:
+        for policy in policies:
+            results[f"batch_{batch_size}_{policy}"] = best_rate(
+                fixed if policy == "fixed" else classify,
+                inference_groups(texts, batch_size, policy), args.repeats)
+    results["batch_1_latency"] = latency_ms(classify, texts[:args.latency_requests])
+    print(json.dumps(results))
+
+
+if __name__ == "__main__":
+    main()

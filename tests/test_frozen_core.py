@@ -1,0 +1,110 @@
+"""zoo.frozen_core: a core frozen for serving, in fp32 or rewritten to bf16 (--export_precision)."""
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from zoo import export, frozen_core, models, precision
+from zoo.errors import UsageError
+
+needs_rewrite = pytest.mark.skipif(
+    not precision.cpu_flags() & precision.REWRITE_CPU_FLAGS,
+    reason="TensorFlow's oneDNN bf16 rewrite does not run on this CPU (no avx512f)")
+
+
+def _inputs(packer, texts):
+    return packer(tf.constant(texts))
+
+
+@pytest.fixture(scope="module")
+def classifier(tiny_hub):
+    tf.keras.utils.set_random_seed(0)
+    core = models.classifier_core(tiny_hub + "/encoder", num_classes=3, pooling="mean")
+    packer = models.TextPacker(tiny_hub + "/preprocessor", seq_length=32)
+    return core, packer
+
+
+TEXTS = ["a fine film", "a dull, long film that goes on", "yes"]
+
+
+def _matmul_dtypes(frozen):
+    graph_def = frozen._function.graph.as_graph_def()  # pylint: disable=protected-access
+    return {dtype for (op, dtype) in frozen_core.op_dtypes(graph_def)
+            if op in ("MatMul", "BatchMatMulV2")}
+
+
+def test_fp32_frozen_core_computes_what_the_core_does(classifier):
+    core, packer = classifier
+    frozen = frozen_core.FrozenCore(core, "fp32")
+    inputs = _inputs(packer, TEXTS)
+    # to 1e-5 with TF_ENABLE_ONEDNN_OPTS=0; oneDNN fuses the inlined graph's ops otherwise
+    np.testing.assert_allclose(frozen(inputs).numpy(), core(inputs, training=False).numpy(),
+                               atol=2e-4)
+    assert _matmul_dtypes(frozen) == {"float32"}
+    assert not frozen.trainable_variables and not frozen.variables  # weights are constants
+
+
+@needs_rewrite
+def test_bf16_frozen_core_runs_its_matmuls_in_bf16_and_stays_close(classifier):
+    core, packer = classifier
+    frozen = frozen_core.FrozenCore(core, "bf16")
+    assert _matmul_dtypes(frozen) == {"bfloat16"}
+    inputs = _inputs(packer, TEXTS)
+    expected = core(inputs, training=False).numpy()
+    got = frozen(inputs).numpy()
+    assert got.dtype == np.float32  # outputs stay fp32 for the serving code around them
+    # bf16 keeps 8 bits of mantissa: logits agree to a few hundredths of their scale
+    np.testing.assert_allclose(got, expected, atol=0.03 * np.abs(expected).max() + 1e-3)
+    assert not np.allclose(got, expected, atol=1e-6)  # and the arithmetic did change
+
+
+@needs_rewrite
+def test_a_bf16_export_serves_without_variables_for_its_weights(classifier, tmp_path):
+    core, packer = classifier
+    export_dir = export.export_classifier(str(tmp_path / "bf16"), frozen_core.serving_core(
+        core, "bf16"), packer, ["neg", "neu", "pos"])
+    fp32_dir = export.export_classifier(str(tmp_path / "fp32"), core, packer,
+                                        ["neg", "neu", "pos"])
+    loaded = tf.saved_model.load(export_dir)
+    served = loaded.signatures["serving_default"](text=tf.constant(TEXTS))
+    reference = tf.saved_model.load(fp32_dir).signatures["serving_default"](
+        text=tf.constant(TEXTS))
+    np.testing.assert_allclose(served["probabilities"].numpy(),
+                               reference["probabilities"].numpy(), atol=0.02)
+    # the fp32 export saves the core's weights as variables; the bf16 one holds them as bf16
+    # constants in its graph
+    def core_variables(path):
+        return [name for name, _ in tf.train.list_variables(f"{path}/variables/variables")
+                if name.startswith("tasks/0/core/")]
+    assert core_variables(fp32_dir) and not core_variables(export_dir)
+    assert [x.decode() for x in served["label"].numpy()] == [
+        ["neg", "neu", "pos"][i] for i in served["label_id"].numpy()]
+
+
+def test_span_cores_keep_their_dict_of_outputs(tiny_hub):
+    core = models.span_core(tiny_hub + "/encoder")
+    packer = models.TextPacker(tiny_hub + "/preprocessor", seq_length=24)
+    inputs = packer(tf.constant(["who went?"]), tf.constant(["ann went home early"]))
+    got = frozen_core.FrozenCore(core, "fp32")(inputs)
+    expected = core(inputs, training=False)
+    assert sorted(got) == sorted(expected) == ["end_logits", "start_logits"]
+    for key in expected:
+        np.testing.assert_allclose(got[key].numpy(), expected[key].numpy(), atol=2e-4)
+
+
+def test_fp32_serving_core_is_the_core_itself_and_a_bad_precision_is_refused(classifier):
+    core, _ = classifier
+    assert frozen_core.serving_core(core, "fp32") is core
+    assert frozen_core.serving_core({"a": core}, "fp32") == {"a": core}
+    with pytest.raises(UsageError, match="export precision must be one of"):
+        frozen_core.FrozenCore(core, "fp16")
+
+
+@needs_rewrite
+def test_a_multi_task_core_is_frozen_task_by_task(classifier):
+    core, packer = classifier
+    frozen = frozen_core.serving_core({"a": core, "b": core}, "bf16")
+    assert sorted(frozen) == ["a", "b"]
+    inputs = _inputs(packer, TEXTS)
+    for one in frozen.values():
+        assert isinstance(one, frozen_core.FrozenCore) and one.precision == "bf16"
+        np.testing.assert_allclose(one(inputs).numpy(), frozen["a"](inputs).numpy())

@@ -1,0 +1,111 @@
+"""A core model frozen for serving, optionally rewritten to run in bfloat16 (`--export_precision`).
+
+TF Serving runs an export as it was saved: the bf16 graph rewrite that `zoo.precision` turns on
+in a training process does not happen there. `FrozenCore` does that rewrite once, at export
+time: the core's inference graph (Hub encoder included) with its variables made constants, then
+TensorFlow's graph optimizer (Grappler) with its oneDNN bf16 pass, which runs the matmuls and
+the ops around them in bfloat16 and (through constant folding) stores their weights in bf16, so
+no cast of a weight is left for the serving call. The inputs (packed int32 ids) and outputs
+(fp32 logits) do not change, so the serving modules of `zoo.export` take it where they took the
+core.
+
+The export then needs a CPU with native bf16 (AMX-BF16 or AVX512_BF16) or an accelerator to be
+fast; elsewhere oneDNN emulates it and it is slower than fp32: fp32 stays the default.
+"""
+import collections
+
+import tensorflow as tf
+# What TensorFlow's own converters (TFLite, TF-TRT) use to freeze a function, run Grappler on
+# the graph and wrap the result as a function again; none of it has a public `tf.` name.
+from tensorflow.core.protobuf import config_pb2, meta_graph_pb2, rewriter_config_pb2
+from tensorflow.python.eager import wrap_function
+from tensorflow.python.framework import convert_to_constants
+from tensorflow.python.grappler import tf_optimizer
+
+from zoo import precision as zoo_precision
+from zoo.errors import UsageError
+from zoo.models import INPUT_NAMES
+
+_MATMULS = ("MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3")
+
+
+def serving_core(core, precision):
+    """What an export of `precision` runs: `core` itself for fp32 (its variables are saved);
+    a bf16 `FrozenCore` of it for bf16, one per task of a {task: core} dict (each then stores
+    the encoder's weights of its own)."""
+    if precision == "fp32":
+        return core
+    if isinstance(core, dict):
+        return {name: FrozenCore(one, precision) for name, one in core.items()}
+    return FrozenCore(core, precision)
+
+
+def bf16_graph(graph_def, fetches):
+    """`graph_def` (constants, no variables) after Grappler's oneDNN bf16 pass and constant
+    folding; `fetches` are the output tensor names to keep. Layout and fusion rewrites are
+    left to the process that runs the graph (they depend on its CPU)."""
+    meta_graph = meta_graph_pb2.MetaGraphDef()
+    meta_graph.graph_def.CopyFrom(graph_def)
+    keep = meta_graph_pb2.CollectionDef()
+    keep.node_list.value.extend(fetches)
+    meta_graph.collection_def["train_op"].CopyFrom(keep)  # what Grappler must not prune
+    config = config_pb2.ConfigProto()
+    rewrite = config.graph_options.rewrite_options
+    rewrite.auto_mixed_precision_onednn_bfloat16 = rewriter_config_pb2.RewriterConfig.ON
+    rewrite.remapping = rewriter_config_pb2.RewriterConfig.OFF
+    rewrite.layout_optimizer = rewriter_config_pb2.RewriterConfig.OFF
+    rewrite.min_graph_nodes = -1
+    return tf_optimizer.OptimizeGraph(config, meta_graph)
+
+
+def op_dtypes(graph_def):
+    """{(op, dtype name): count} of the graph's nodes that have a type attribute `T`."""
+    return collections.Counter((node.op, tf.dtypes.as_dtype(node.attr["T"].type).name)
+                               for node in graph_def.node if "T" in node.attr)
+
+
+class FrozenCore(tf.Module):
+    """A core model's inference (`core(inputs, training=False)`) as one function of constants.
+
+    Args:
+        core: a Keras core of `zoo.models` (packed int32 inputs -> logits, or a dict of them).
+        precision: "fp32" (the core's own arithmetic) or "bf16" (see the module docstring).
+            bf16 that the CPU at hand cannot write (TensorFlow's rewrite needs AVX-512 or
+            AVX-NE-CONVERT) is a `UsageError`, not a silent fp32 export.
+
+    Example:
+        serving = export.TextServing(FrozenCore(core, "bf16"), packer, export.class_outputs,
+                                     label_names=["negative", "positive"])
+        export.save("/tmp/model/1", {"serving_default": serving})
+    """
+
+    def __init__(self, core, precision="bf16"):
+        super().__init__(name="frozen_core")
+        if precision not in zoo_precision.EXPORT_PRECISIONS:
+            raise UsageError(f"export precision must be one of {zoo_precision.EXPORT_PRECISIONS}, "
+                             f"not {precision!r}")
+        self.precision = precision
+        specs = {name: tf.TensorSpec([None, None], tf.int32, name=name)
+                 for name in INPUT_NAMES}
+        traced = tf.function(lambda inputs: core(inputs, training=False)).get_concrete_function(
+            specs)
+        frozen = convert_to_constants.convert_variables_to_constants_v2(traced)
+        graph_def = frozen.graph.as_graph_def()
+        fetches = [t.name for t in frozen.outputs]
+        if precision == "bf16":
+            graph_def = bf16_graph(graph_def, fetches)
+            if not any(dtype == "bfloat16" for (op, dtype) in op_dtypes(graph_def)
+                       if op in _MATMULS):
+                raise UsageError(
+                    "--export_precision=bf16: TensorFlow's oneDNN bf16 rewrite left every matmul "
+                    "in fp32 on this CPU (it needs AVX-512 or AVX-NE-CONVERT); export in fp32, "
+                    "or on a machine that has one")
+        self._input_names = [t.name.split(":")[0] for t in frozen.inputs]
+        self._output_structure = traced.structured_outputs
+        self._function = wrap_function.function_from_graph_def(
+            graph_def, [f"{name}:0" for name in self._input_names], fetches)
+
+    def __call__(self, inputs, training=False):
+        del training  # frozen for inference
+        flat = self._function(*[tf.cast(inputs[name], tf.int32) for name in self._input_names])
+        return tf.nest.pack_sequence_as(self._output_structure, flat)
