@@ -11,7 +11,8 @@ process with only tensorflow and tensorflow_text, as TF Serving runs it) and
 `bench/peer_infer.py` in each --peer_configs setting (PRECISION-ATTENTION[-compile]). Both take
 the same batches (`common.inference_groups`), tokenize inside the timing, and report the best of
 --repeats passes per batch size and policy after one untimed pass, then batch-1 latency (p50,
-p95). Each round also times, per setting, a new process from its start to its first prediction.
+p95). Each round also times, per setting, a new process from its start to its first prediction
+(to the moment it has the answer; its exit is not counted).
 
 Prints one JSON line per run, then a summary: per setting the median over rounds (min, max) of
 every figure, and the ratios zoo / peer: the best batched rate of each precision against the
@@ -91,17 +92,19 @@ def command(side, config, exports):
 
 
 def run(args, first_prediction=False):
-    """Runs a bench script in a fresh process: the JSON of its last line and its wall seconds.
-    A zoo process does not get the Keras 2 switch that zoo sets (TF Serving has none)."""
+    """Runs a bench script in a fresh process; the JSON of its last line. A zoo process does
+    not get the Keras 2 switch that zoo sets (TF Serving has none). With `first_prediction`,
+    the seconds from starting the process to its answer (the time it printed it answered at:
+    the process's exit is not counted)."""
     env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
-    began = time.perf_counter()
+    began = time.time()
     done = subprocess.run([sys.executable, *args] + (["--first_prediction"] if first_prediction
                                                      else []),
                           cwd=BENCH, capture_output=True, text=True, check=False, env=env)
-    seconds = time.perf_counter() - began
     if done.returncode:
         raise SystemExit(f"{args[0]} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1]), seconds
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return result["answered_at"] - began if first_prediction else result
 
 
 def _spread(values, digits=1):
@@ -174,8 +177,8 @@ def main(argv):
         for round_ in range(FLAGS.rounds):
             for side, config in (sides if round_ % 2 == 0 else sides[::-1]):
                 args = command(side, config, exports)
-                one, _ = run(args)
-                _, one["first_prediction_seconds"] = run(args, first_prediction=True)
+                one = run(args)
+                one["first_prediction_seconds"] = run(args, first_prediction=True)
                 one.update(side=side, config=config, round=round_, machine=where)
                 print(json.dumps(one), flush=True)
                 runs.append(one)

@@ -11,13 +11,14 @@ timed batch is tokenized inside the timing, as zoo's export tokenizes inside its
 batch size and policy (`common.inference_groups`: `dynamic`, file order, each batch padded to
 its longest; `sorted`, the same over texts sorted by length; `fixed`, padded to
 --max_seq_length), the best of --repeats passes after one untimed pass; then batch-1 latency.
-With --first_prediction it only loads and answers one text (the caller times the process).
+With --first_prediction it only loads and answers one text and prints the wall-clock time it answered at.
 Prints one JSON line.
 """
 import argparse
 import contextlib
 import json
 import os
+import time
 
 import torch
 from transformers import BertForSequenceClassification, BertTokenizerFast
@@ -61,7 +62,8 @@ def main():
     args = parser.parse_args()
     classify = load(args)
     if args.first_prediction:
-        print(json.dumps(dict(label=int(classify([FIRST_TEXT]).argmax(-1)[0]))))
+        label = int(classify([FIRST_TEXT]).argmax(-1)[0])
+        print(json.dumps(dict(label=label, answered_at=time.time())))
         return
     texts = sst2_sentences(os.path.join(args.data_dir, "dev.tsv"))
     results = dict(framework=f"torch {torch.__version__}", threads=torch.get_num_threads(),

@@ -1,8 +1,12 @@
 r"""Training throughput, like for like: zoo against the PyTorch peer at its best, same batches.
 
   python bench/train_throughput.py >> bench/results/train_throughput.jsonl   # ./install.sh bench
+  python bench/train_throughput.py --task=squad >> bench/results/squad_throughput.jsonl
 
-MRPC train, MiniLM-L6-H384, batch 32, length 128. One plan of batches per padding policy
+MRPC train, MiniLM-L6-H384, batch 32, length 128; or (--task=squad) SQuAD v1.1 windows of
+length 384 (the first --questions questions of --squad_file, cut into windows by the peer's
+tokenizer, `peer_train.py --write_windows`; both sides train on those ids; every window has the
+full length, so the one policy is fixed). One plan of batches per padding policy
 (fixed, dynamic, bucketed) is computed here (`common.batch_plan`, from the peer tokenizer's
 lengths) and both sides take exactly those batches: `bench/peer_train.py` (transformers +
 PyTorch) in each --peer_configs setting, `bench/zoo_train.py` (zoo's training step) in each
@@ -32,7 +36,13 @@ ROOT = os.path.dirname(BENCH)
 flags.DEFINE_string("data_dir", os.path.join(ROOT, "..", "shared", "data", "mrpc"),
                     "GLUE MRPC folder (train.tsv is used).")
 flags.DEFINE_integer("batch_size", 32, "Training batch size.")
-flags.DEFINE_integer("max_seq_length", 128, "Sequence length (fixed padding pads to it).")
+flags.DEFINE_enum("task", "mrpc", ["mrpc", "squad"], "Which fine-tuning.")
+flags.DEFINE_string("squad_file", os.path.join(ROOT, "..", "shared", "data", "squad_v1",
+                                               "train-v1.1-explorer.json"), "SQuAD v1.1 train.")
+flags.DEFINE_integer("questions", 400, "SQuAD: questions used (the first ones of the file).")
+flags.DEFINE_integer("doc_stride", 128, "SQuAD: tokens between window starts.")
+flags.DEFINE_integer("max_seq_length", None, "Sequence length (fixed padding pads to it); "
+                     "default 128 for mrpc, 384 for squad.")
 flags.DEFINE_integer("steps", 20, "Timed steps per policy and run.")
 flags.DEFINE_integer("warmup_steps", 3, "Untimed steps before them, on both sides.")
 flags.DEFINE_integer("repeats", 3, "Rounds of runs (the median is reported).")
@@ -45,16 +55,42 @@ flags.DEFINE_string("encoder_config", None, "The encoder's zoo_build_info.json (
 FLAGS = flags.FLAGS
 
 
-def command(side, config, plan_file):
+def data_flags(side, work):
+    """The flags that say which data a run of `side` trains on."""
+    if FLAGS.task == "squad":
+        return ["--task=squad"] + ([f"--windows_file={os.path.join(work, 'windows.json')}"]
+                                   if side == "zoo" else
+                                   [f"--squad_file={FLAGS.squad_file}",
+                                    f"--questions={FLAGS.questions}",
+                                    f"--doc_stride={FLAGS.doc_stride}"])
+    return [f"--data_dir={FLAGS.data_dir}"]
+
+
+def command(side, config, work):
     """The command line of one run of `side` ("peer" or "zoo") in setting `config`."""
     parts = config.split("-")
-    common = [f"--plan_file={plan_file}", f"--data_dir={FLAGS.data_dir}",
+    common = [f"--plan_file={os.path.join(work, 'plan.json')}", *data_flags(side, work),
               f"--max_seq_length={FLAGS.max_seq_length}", f"--warmup_steps={FLAGS.warmup_steps}",
               f"--precision={parts[0]}"]
     if side == "peer":
         return ["peer_train.py", *common, f"--attention={parts[1]}"] + (
             ["--compile"] if "compile" in parts[2:] else [])
     return ["zoo_train.py", *common] + (["--xla_fusion=off"] if "fusion_off" in parts else [])
+
+
+def token_lengths(work):
+    """Real (unpadded) token count of every training row, written by the peer's tokenizer."""
+    if FLAGS.task == "squad":
+        path = os.path.join(work, "windows.json")
+        run(["peer_train.py", *data_flags("peer", work), f"--write_windows={path}",
+             f"--max_seq_length={FLAGS.max_seq_length}"], output=False)
+        with open(path, encoding="utf-8") as f:
+            return [sum(mask) for mask in json.load(f)["attention_mask"]]
+    path = os.path.join(work, "lengths.json")
+    run(["peer_train.py", *data_flags("peer", work), f"--write_lengths={path}",
+         f"--max_seq_length={FLAGS.max_seq_length}"], output=False)
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
 
 
 def run(args, output=True):
@@ -136,23 +172,24 @@ def summary(runs, plan, lengths, config):
 def main(argv):
     del argv
     where = machine(ROOT)
+    if FLAGS.max_seq_length is None:
+        FLAGS.max_seq_length = 384 if FLAGS.task == "squad" else 128
+    if FLAGS.task == "squad":
+        if FLAGS["padding"].present and FLAGS.padding != ["fixed"]:
+            raise SystemExit("--task=squad: every window has the full length: --padding=fixed")
+        FLAGS.padding = ["fixed"]
     with tempfile.TemporaryDirectory(prefix="zoo-train-bench-") as work:
-        lengths_file = os.path.join(work, "lengths.json")
-        run(["peer_train.py", f"--data_dir={FLAGS.data_dir}", f"--write_lengths={lengths_file}",
-             f"--max_seq_length={FLAGS.max_seq_length}"], output=False)
-        with open(lengths_file, encoding="utf-8") as f:
-            lengths = json.load(f)
+        lengths = token_lengths(work)
         plan = {p: batch_plan(lengths, FLAGS.batch_size, p, FLAGS.warmup_steps + FLAGS.steps)
                 for p in FLAGS.padding}
-        plan_file = os.path.join(work, "plan.json")
-        with open(plan_file, "w", encoding="utf-8") as f:
+        with open(os.path.join(work, "plan.json"), "w", encoding="utf-8") as f:
             json.dump(plan, f)
         runs = []
         sides = [("peer", c) for c in FLAGS.peer_configs] + [("zoo", c) for c in FLAGS.zoo_configs]
         for round_ in range(FLAGS.repeats):
             ordered = sides if round_ % 2 == 0 else sides[::-1]  # alternate who goes first
             for side, config in ordered:
-                one = run(command(side, config, plan_file))
+                one = run(command(side, config, work))
                 one.update(config=config, round=round_, machine=where)
                 print(json.dumps(one), flush=True)
                 runs.append(one)
@@ -160,7 +197,9 @@ def main(argv):
     print(json.dumps(dict(summary="train_throughput", machine=where, batch_size=FLAGS.batch_size,
                           max_seq_length=FLAGS.max_seq_length, steps=FLAGS.steps,
                           warmup_steps=FLAGS.warmup_steps, repeats=FLAGS.repeats,
-                          data="MRPC train", **result)), flush=True)
+                          data="MRPC train" if FLAGS.task == "mrpc" else
+                          f"SQuAD v1.1 train, first {FLAGS.questions} questions, "
+                          f"{len(lengths)} windows", **result)), flush=True)
 
 
 if __name__ == "__main__":

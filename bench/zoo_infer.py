@@ -8,11 +8,12 @@ signature on raw strings (tokenization inside the graph, inside the timing). For
 and policy (`common.inference_groups`: `dynamic` and `sorted` on the export, which trims each
 request to its longest row; `fixed` on --fixed_export_dir, which pads to its full length), the
 best of --repeats passes after one untimed pass; then batch-1 latency. With --first_prediction
-it only loads and answers one text (the caller times the process). Prints one JSON line.
+it only loads and answers one text and prints the wall-clock time it answered at. Prints one JSON line.
 """
 import argparse
 import json
 import os
+import time
 
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the tokenizer ops, as TF Serving builds do)
@@ -40,7 +41,8 @@ def main():
     args = parser.parse_args()
     classify = classifier(args.export_dir)
     if args.first_prediction:
-        print(json.dumps(dict(label=int(classify([FIRST_TEXT]).argmax(-1)[0]))))
+        label = int(classify([FIRST_TEXT]).argmax(-1)[0])
+        print(json.dumps(dict(label=label, answered_at=time.time())))
         return
     texts = sst2_sentences(os.path.join(args.data_dir, "dev.tsv"))
     policies = args.policies.split(",")

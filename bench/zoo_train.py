@@ -1,12 +1,15 @@
-r"""zoo's side of the training benchmark: the MRPC fine-tuning step of `tasks.*.train` on MiniLM.
+r"""zoo's side of the training benchmark: the fine-tuning step of `tasks.*.train` on MiniLM, for
+MRPC (classifier) or SQuAD (span head, on the windows the peer wrote).
 
   python bench/zoo_train.py --plan_file=PLAN [--precision=bf16] [--xla_fusion=auto]
+  python bench/zoo_train.py --task=squad --windows_file=WINDOWS --plan_file=PLAN
 
 Run by `bench/train_throughput.py` beside `bench/peer_train.py`, on the same plan: for each
 padding policy the batches (row indices of MRPC train.tsv) in order (`common.batch_plan`). The
-texts are packed up front with zoo's preprocessor (as the peer tokenizes up front); each step is
-zoo's own training step (`zoo.steps.step_functions`: forward, loss, backward, clipping, AdamW
-from `zoo.optimizer`) on the classifier core of `zoo.models`, in `zoo.precision` and with
+texts are packed up front with zoo's preprocessor (as the peer tokenizes up front; SQuAD: the
+ids of the peer's windows, --windows_file, so both sides train on the same windows); each step
+is zoo's own training step (`zoo.steps.step_functions`: forward, loss, backward, clipping, AdamW
+from `zoo.optimizer`) on the classifier or span core of `zoo.models` with its task's loss, in `zoo.precision` and with
 `zoo.fusion` as `zoo.train.fit` runs it (fusion auto: on for fixed padding only). Batches are
 cut to their longest row except with fixed padding. The first --warmup_steps of each policy are
 not timed. Prints one JSON line: the seconds of each policy's timed steps, the settings, threads
@@ -16,6 +19,7 @@ import json
 import os
 import time
 
+import numpy as np
 from absl import app, flags
 
 import zoo  # noqa: F401  (before TensorFlow: tf_keras and the XLA flags)
@@ -24,6 +28,9 @@ from common import mrpc_pairs, timed_steps
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 flags.DEFINE_string("data_dir", os.path.join(ROOT, "..", "shared", "data", "mrpc"),
                     "GLUE MRPC folder (train.tsv is used).")
+flags.DEFINE_enum("task", "mrpc", ["mrpc", "squad"], "Which fine-tuning.")
+flags.DEFINE_string("windows_file", None, "SQuAD: the windows `peer_train.py --task=squad "
+                    "--write_windows` wrote (ids, mask, type ids, start and end positions).")
 flags.DEFINE_string("plan_file", None, "JSON: {padding: [[row, ...], ...]}.", required=True)
 flags.DEFINE_string("encoder_handle", "minilm_l6_h384_uncased", "Encoder (zoo-build-hub model).")
 flags.DEFINE_integer("max_seq_length", 128, "Sequence length (fixed padding pads to it).")
@@ -63,16 +70,31 @@ def main(argv):
     from zoo.classification import sparse_cross_entropy  # pylint: disable=import-outside-toplevel
     from zoo.data.pipeline import trim_to_longest  # pylint: disable=import-outside-toplevel
     from zoo.optimizer import create_optimizer  # pylint: disable=import-outside-toplevel
+    from zoo.squad import span_loss  # pylint: disable=import-outside-toplevel
     from zoo.steps import step_functions  # pylint: disable=import-outside-toplevel
 
     with open(FLAGS.plan_file, encoding="utf-8") as f:
         plan = json.load(f)
-    pairs = mrpc_pairs(os.path.join(FLAGS.data_dir, "train.tsv"))
     encoder, preprocessor = hub.resolve_handles(FLAGS.encoder_handle, None)
-    packer = models.TextPacker(preprocessor, FLAGS.max_seq_length)
-    packed = {k: v.numpy() for k, v in packer(tf.constant([a for a, _, _ in pairs]),
-                                              tf.constant([b for _, b, _ in pairs])).items()}
-    labels = tf.constant([y for _, _, y in pairs], tf.int64)
+    if FLAGS.task == "squad":
+        with open(FLAGS.windows_file, encoding="utf-8") as f:
+            windows = json.load(f)
+        packed = {ours: np.array(windows[theirs], np.int32) for ours, theirs in (
+            ("input_word_ids", "input_ids"), ("input_mask", "attention_mask"),
+            ("input_type_ids", "token_type_ids"))}
+        labels = {k: tf.constant(windows[k], tf.int64)
+                  for k in ("start_positions", "end_positions")}
+        label_spec = {k: tf.TensorSpec([None], tf.int64) for k in labels}
+        build_core, loss = models.span_core, span_loss
+    else:
+        pairs = mrpc_pairs(os.path.join(FLAGS.data_dir, "train.tsv"))
+        packer = models.TextPacker(preprocessor, FLAGS.max_seq_length)
+        packed = {k: v.numpy() for k, v in packer(tf.constant([a for a, _, _ in pairs]),
+                                                  tf.constant([b for _, b, _ in pairs])).items()}
+        labels = tf.constant([y for _, _, y in pairs], tf.int64)
+        label_spec = tf.TensorSpec([None], tf.int64)
+        build_core = lambda encoder: models.classifier_core(encoder, 2, pooling="cls")  # noqa: E731
+        loss = sparse_cross_entropy
     strategy = tf.distribute.get_strategy()
     results = dict(side="zoo", framework=f"tensorflow {tf.__version__}",
                    threads=dict(intra_op=tf.config.threading.get_intra_op_parallelism_threads(),
@@ -89,15 +111,15 @@ def main(argv):
                 inputs = {k: tf.gather(v, index) for k, v in packed.items()}
                 if padding != "fixed":
                     inputs = trim_to_longest(inputs)
-                yield inputs, tf.gather(labels, index)
+                yield inputs, tf.nest.map_structure(lambda t, i=index: tf.gather(t, i), labels)
 
         spec = {k: tf.TensorSpec([None, None], tf.int32) for k in packed}
         dataset = tf.data.Dataset.from_generator(
-            batches, output_signature=(spec, tf.TensorSpec([None], tf.int64)))
+            batches, output_signature=(spec, label_spec))
         keras.utils.set_random_seed(0)
-        core = models.classifier_core(encoder, 2, pooling="cls")
+        core = build_core(encoder)
         optimizer = create_optimizer(5e-5, len(rows), 0, jit_compile=fused)
-        train_step, _ = step_functions(core, optimizer, sparse_cross_entropy, {}, strategy,
+        train_step, _ = step_functions(core, optimizer, loss, {}, strategy,
                                        len(rows[0]))
         iterator = iter(strategy.experimental_distribute_dataset(dataset.prefetch(2)))
 

@@ -27,7 +27,7 @@ TEXTS = ["a fine film", "a dull, long film that goes on", "yes"]
 
 
 def _matmul_dtypes(frozen):
-    graph_def = frozen._function.graph.as_graph_def()  # pylint: disable=protected-access
+    graph_def = frozen._graph_def  # pylint: disable=protected-access
     return {dtype for (op, dtype) in frozen_core.op_dtypes(graph_def)
             if op in ("MatMul", "BatchMatMulV2")}
 
@@ -40,7 +40,9 @@ def test_fp32_frozen_core_computes_what_the_core_does(classifier):
     np.testing.assert_allclose(frozen(inputs).numpy(), core(inputs, training=False).numpy(),
                                atol=2e-4)
     assert _matmul_dtypes(frozen) == {"float32"}
-    assert not frozen.trainable_variables and not frozen.variables  # weights are constants
+    # the embedding tables feed the frozen graph from (non-trainable) variables
+    assert not frozen.trainable_variables
+    assert sorted(v.shape.as_list() for v in frozen.variables) == [[512, 32], [30522, 32]]
 
 
 @needs_rewrite
@@ -58,10 +60,11 @@ def test_bf16_frozen_core_runs_its_matmuls_in_bf16_and_stays_close(classifier):
 
 
 @needs_rewrite
-def test_a_bf16_export_serves_without_variables_for_its_weights(classifier, tmp_path):
+def test_a_bf16_export_stores_its_matmul_weights_in_bf16(classifier, tmp_path):
     core, packer = classifier
-    export_dir = export.export_classifier(str(tmp_path / "bf16"), frozen_core.serving_core(
-        core, "bf16"), packer, ["neg", "neu", "pos"])
+    frozen = frozen_core.serving_core(core, "bf16")
+    export_dir = export.export_classifier(str(tmp_path / "bf16"), frozen, packer,
+                                          ["neg", "neu", "pos"])
     fp32_dir = export.export_classifier(str(tmp_path / "fp32"), core, packer,
                                         ["neg", "neu", "pos"])
     loaded = tf.saved_model.load(export_dir)
@@ -70,12 +73,16 @@ def test_a_bf16_export_serves_without_variables_for_its_weights(classifier, tmp_
         text=tf.constant(TEXTS))
     np.testing.assert_allclose(served["probabilities"].numpy(),
                                reference["probabilities"].numpy(), atol=0.02)
-    # the fp32 export saves the core's weights as variables; the bf16 one holds them as bf16
-    # constants in its graph
-    def core_variables(path):
-        return [name for name, _ in tf.train.list_variables(f"{path}/variables/variables")
-                if name.startswith("tasks/0/core/")]
-    assert core_variables(fp32_dir) and not core_variables(export_dir)
+    # the weights its matmuls read are bf16 constants of the graph; the embedding tables
+    # (fp32: the bf16 pass leaves gathers alone) are variables of the checkpoint
+    bf16_weights = [node for node in frozen._graph_def.node  # pylint: disable=protected-access
+                    if node.op == "Const"
+                    and node.attr["dtype"].type == tf.bfloat16.as_datatype_enum]
+    assert len(bf16_weights) >= 4 * 2  # 4 dense layers a block, 2 blocks
+    tables = [tf.train.load_variable(f"{export_dir}/variables/variables", name)
+              for name, _ in tf.train.list_variables(f"{export_dir}/variables/variables")
+              if name.startswith("tasks/0/core/")]
+    assert sorted(t.shape for t in tables) == [(512, 32), (30522, 32)]
     assert [x.decode() for x in served["label"].numpy()] == [
         ["neg", "neu", "pos"][i] for i in served["label_id"].numpy()]
 
