@@ -43,7 +43,7 @@ def dev_rows():
 
 
 def score_export(export_dir):
-    """Labels and probabilities of the export on every dev row (run in a fresh process)."""
+    """Label ids and probabilities of the export on every dev row (run in a fresh process)."""
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     import tensorflow_text  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
     serve = tf.saved_model.load(export_dir).signatures["serving_default"]
@@ -52,9 +52,9 @@ def score_export(export_dir):
     labels, probabilities = [], []
     for start in range(0, rows, 64):
         out = serve(**{k: tf.constant(v[start:start + 64]) for k, v in inputs.items()})
-        labels += [x.decode() for x in out["label"].numpy()]
+        labels += out["label_id"].numpy().tolist()
         probabilities += out["probabilities"].numpy().tolist()
-    return dict(labels=labels, probabilities=probabilities)
+    return dict(label_ids=labels, probabilities=probabilities)
 
 
 def scores(labels, gold):
@@ -85,6 +85,8 @@ def main(argv):
     for model_dir in FLAGS.model_dirs:
         result = dict(task=FLAGS.task, model_dir=os.path.relpath(model_dir, ROOT),
                       machine=where)
+        with open(os.path.join(model_dir, "labels.json"), encoding="utf-8") as f:
+            raw_labels = json.load(f)["raw_labels"]  # the dev file's value of each label id
         answers = {}
         with tempfile.TemporaryDirectory(prefix="zoo-export-precision-") as work:
             for precision in ("fp32", "bf16"):
@@ -95,6 +97,8 @@ def main(argv):
                 answers[precision] = json.loads(_run(
                     [os.path.abspath(__file__), f"--task={FLAGS.task}",
                      f"--score_export={export_dir}"], env=serving_env).strip().splitlines()[-1])
+                answers[precision]["labels"] = [raw_labels[i]
+                                                for i in answers[precision]["label_ids"]]
                 result[precision] = scores(answers[precision]["labels"], gold)
         for metric in result["fp32"]:
             result[f"{metric}_bf16_minus_fp32"] = round(
