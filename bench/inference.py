@@ -12,7 +12,8 @@ process with only tensorflow and tensorflow_text, as TF Serving runs it) and
 the same batches (`common.inference_groups`), tokenize inside the timing, and report the best of
 --repeats passes per batch size and policy after one untimed pass, then batch-1 latency (p50,
 p95). Each round also times, per setting, a new process from its start to its first prediction
-(to the moment it has the answer; its exit is not counted).
+(to the moment it has the answer; its exit is not counted), in three parts: the imports (the
+framework), the load (export, or checkpoint and tokenizer) and the first call.
 
 Prints one JSON line per run, then a summary: per setting the median over rounds (min, max) of
 every figure, and the ratios zoo / peer: the best batched rate of each precision against the
@@ -104,7 +105,11 @@ def run(args, first_prediction=False):
     if done.returncode:
         raise SystemExit(f"{args[0]} failed:\n{done.stderr[-3000:]}")
     result = json.loads(done.stdout.strip().splitlines()[-1])
-    return result["answered_at"] - began if first_prediction else result
+    if not first_prediction:
+        return result
+    return dict(seconds=result["answered_at"] - began, imports=result["imported_at"] - began,
+                load=result["loaded_at"] - result["imported_at"],
+                first_call=result["answered_at"] - result["loaded_at"])
 
 
 def _spread(values, digits=1):
@@ -128,6 +133,9 @@ def summary(runs):
         entry["batch_1_p95_ms"] = _spread([m["batch_1_latency"]["p95_ms"] for m in measured], 2)
         entry["first_prediction_seconds"] = _spread(
             [m["first_prediction_seconds"] for m in measured], 2)
+        for part in measured[0]["first_prediction_parts"]:
+            entry[f"first_prediction_{part}_seconds"] = _spread(
+                [m["first_prediction_parts"][part] for m in measured], 2)
 
     def best(side, precision=None, key=None):
         """(setting, figure key, value) of `side`'s highest batched median."""
@@ -178,7 +186,9 @@ def main(argv):
             for side, config in (sides if round_ % 2 == 0 else sides[::-1]):
                 args = command(side, config, exports)
                 one = run(args)
-                one["first_prediction_seconds"] = run(args, first_prediction=True)
+                first = run(args, first_prediction=True)
+                one["first_prediction_seconds"] = first.pop("seconds")
+                one["first_prediction_parts"] = first
                 one.update(side=side, config=config, round=round_, machine=where)
                 print(json.dumps(one), flush=True)
                 runs.append(one)
