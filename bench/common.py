@@ -47,6 +47,16 @@ def sst2_sentences(path):
 FIRST_TEXT = "a gripping, funny film"  # the one text of a start-to-first-prediction run
 
 
+def first_prediction(classify, imported_at):
+    """A first prediction, called just after loading: the label of FIRST_TEXT and the wall-clock
+    times the framework was imported, the model loaded and the answer there
+    (`bench/inference.py` subtracts the process's start)."""
+    loaded_at = time.time()
+    label = int(classify([FIRST_TEXT]).argmax(-1)[0])
+    return dict(label=label, imported_at=imported_at, loaded_at=loaded_at,
+                answered_at=time.time())
+
+
 def inference_groups(texts, batch_size, policy):
     """The batches of texts an inference setting takes, the same on both sides: file order
     ("dynamic" and "fixed": the policy says how they are padded, not which texts go together),

@@ -57,7 +57,8 @@ def write_exports(folder):
     """One export per --zoo_configs precision under `folder` (and `<precision>_fixed`, padded
     to full length, if the fixed policy is asked for)."""
     sys.path.insert(0, ROOT)
-    from zoo import classification, export, frozen_core, hub, models, runner  # pylint: disable=import-outside-toplevel
+    # pylint: disable-next=import-outside-toplevel
+    from zoo import classification, export, frozen_core, hub, models, runner
 
     if FLAGS.model_dir:
         task = runner.start("export", classification.Classification, classification.Settings(

@@ -11,7 +11,8 @@ timed batch is tokenized inside the timing, as zoo's export tokenizes inside its
 batch size and policy (`common.inference_groups`: `dynamic`, file order, each batch padded to
 its longest; `sorted`, the same over texts sorted by length; `fixed`, padded to
 --max_seq_length), the best of --repeats passes after one untimed pass; then batch-1 latency.
-With --first_prediction it only loads and answers one text and prints the wall-clock time it answered at.
+With --first_prediction it only loads and answers one text and prints when it had imported,
+loaded and answered (`common.first_prediction`).
 Prints one JSON line.
 """
 import argparse
@@ -23,7 +24,7 @@ import time
 import torch
 from transformers import BertForSequenceClassification, BertTokenizerFast
 
-from common import (FIRST_TEXT, best_rate, inference_groups, latency_ms, minilm_folder,
+from common import (best_rate, first_prediction, inference_groups, latency_ms, minilm_folder,
                     sst2_sentences)
 
 IMPORTED_AT = time.time()  # the framework imported (a first prediction's first part)
@@ -64,10 +65,7 @@ def main():
     args = parser.parse_args()
     classify = load(args)
     if args.first_prediction:
-        loaded_at = time.time()
-        label = int(classify([FIRST_TEXT]).argmax(-1)[0])
-        print(json.dumps(dict(label=label, imported_at=IMPORTED_AT, loaded_at=loaded_at,
-                              answered_at=time.time())))
+        print(json.dumps(first_prediction(classify, IMPORTED_AT)))
         return
     texts = sst2_sentences(os.path.join(args.data_dir, "dev.tsv"))
     results = dict(framework=f"torch {torch.__version__}", threads=torch.get_num_threads(),

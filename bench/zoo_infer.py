@@ -8,7 +8,8 @@ signature on raw strings (tokenization inside the graph, inside the timing). For
 and policy (`common.inference_groups`: `dynamic` and `sorted` on the export, which trims each
 request to its longest row; `fixed` on --fixed_export_dir, which pads to its full length), the
 best of --repeats passes after one untimed pass; then batch-1 latency. With --first_prediction
-it only loads and answers one text and prints the wall-clock time it answered at. Prints one JSON line.
+it only loads and answers one text and prints when it had imported, loaded and answered
+(`common.first_prediction`). Prints one JSON line.
 """
 import argparse
 import json
@@ -18,7 +19,7 @@ import time
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the tokenizer ops, as TF Serving builds do)
 
-from common import FIRST_TEXT, best_rate, inference_groups, latency_ms, sst2_sentences
+from common import best_rate, first_prediction, inference_groups, latency_ms, sst2_sentences
 
 IMPORTED_AT = time.time()  # the framework imported (a first prediction's first part)
 
@@ -43,10 +44,7 @@ def main():
     args = parser.parse_args()
     classify = classifier(args.export_dir)
     if args.first_prediction:
-        loaded_at = time.time()
-        label = int(classify([FIRST_TEXT]).argmax(-1)[0])
-        print(json.dumps(dict(label=label, imported_at=IMPORTED_AT, loaded_at=loaded_at,
-                              answered_at=time.time())))
+        print(json.dumps(first_prediction(classify, IMPORTED_AT)))
         return
     texts = sst2_sentences(os.path.join(args.data_dir, "dev.tsv"))
     policies = args.policies.split(",")

@@ -6,14 +6,15 @@ MRPC (classifier) or SQuAD (span head, on the windows the peer wrote).
 
 Run by `bench/train_throughput.py` beside `bench/peer_train.py`, on the same plan: for each
 padding policy the batches (row indices of MRPC train.tsv) in order (`common.batch_plan`). The
-texts are packed up front with zoo's preprocessor (as the peer tokenizes up front; SQuAD: the
-ids of the peer's windows, --windows_file, so both sides train on the same windows); each step
-is zoo's own training step (`zoo.steps.step_functions`: forward, loss, backward, clipping, AdamW
-from `zoo.optimizer`) on the classifier or span core of `zoo.models` with its task's loss, in `zoo.precision` and with
-`zoo.fusion` as `zoo.train.fit` runs it (fusion auto: on for fixed padding only). Batches are
-cut to their longest row except with fixed padding. The first --warmup_steps of each policy are
-not timed. Prints one JSON line: the seconds of each policy's timed steps, the settings, threads
-and the matmul peak of the precision used, measured by TensorFlow in the same process.
+texts are packed up front with zoo's preprocessor (as the peer tokenizes up front; SQuAD: the ids
+of the peer's windows, --windows_file, so both sides train on the same windows); each step is
+zoo's own training step (`zoo.steps.step_functions`: forward, loss, backward, clipping, AdamW from
+`zoo.optimizer`) on the classifier or span core of `zoo.models` with its task's loss, in
+`zoo.precision` and with `zoo.fusion` as `zoo.train.fit` runs it (fusion auto: on for fixed
+padding only). Batches are cut to their longest row except with fixed padding. The first
+--warmup_steps of each policy are not timed. Prints one JSON line: the seconds of each policy's
+timed steps, the settings, threads and the matmul peak of the precision used, measured by
+TensorFlow in the same process.
 """
 import json
 import os
