@@ -150,7 +150,7 @@ class FrozenCore(tf.Module):
 
         @tf.function(input_signature=[specs])
         def run(inputs):
-            feeds = {f"{name}:0": tf.cast(inputs[name], tf.int32) for name in input_names}
+            feeds = {f"{name}:0": inputs[name] for name in input_names}
             feeds.update({f"{name}:0": tf.convert_to_tensor(weight)
                           for name, weight in zip(weight_names, self.weights)})
             flat = tf.graph_util.import_graph_def(graph_def, input_map=feeds,
@@ -162,4 +162,4 @@ class FrozenCore(tf.Module):
 
     def __call__(self, inputs, training=False):
         del training  # frozen for inference
-        return self._run({name: inputs[name] for name in INPUT_NAMES})
+        return self._run({name: tf.cast(inputs[name], tf.int32) for name in INPUT_NAMES})
