@@ -1,5 +1,5 @@
-"""What the benchmarks share, with no framework imported: the peer's subprocess, the MiniLM
-folder, SST-2 dev texts and the timing loops of the inference benchmark (both sides use them)."""
+"""What the benchmarks share, with no framework imported: running a side in a process of its own,
+the MiniLM folder, the data, the timing loops (both sides use them) and the machine line."""
 import csv
 import json
 import os
@@ -12,15 +12,27 @@ import numpy as np
 BENCH = os.path.dirname(os.path.abspath(__file__))
 
 
-def run_peer(script, **flags):
-    """Runs `bench/<script>` with `--name=value` flags in its own process (so that PyTorch and
-    TensorFlow never share one) and returns the JSON of its last output line."""
-    finished = subprocess.run(
-        [sys.executable, os.path.join(BENCH, script)] + [f"--{k}={v}" for k, v in flags.items()],
-        capture_output=True, text=True, check=False)
-    if finished.returncode:
-        raise SystemExit(f"the peer failed:\n{finished.stderr[-3000:]}")
-    return json.loads(finished.stdout.strip().splitlines()[-1])
+def run_script(args, cwd=None, env=None, name=None):
+    """Runs `python ARGS` in a process of its own (so that PyTorch and TensorFlow never share
+    one, and each run starts fresh), in `cwd` (default: this process's), and returns its
+    standard output; a failure stops the benchmark with `name` (default: the first two
+    arguments) and the end of its standard error."""
+    done = subprocess.run([sys.executable, *args], cwd=cwd, capture_output=True, text=True,
+                          check=False, env=env)
+    if done.returncode:
+        raise SystemExit(f"{name or ' '.join(args[:2])} failed:\n{done.stderr[-3000:]}")
+    return done.stdout
+
+
+def last_json(output):
+    """The JSON of the last line of a script's output (where every bench script prints it)."""
+    return json.loads(output.strip().splitlines()[-1])
+
+
+def serving_env():
+    """This process's environment without the Keras 2 switch that `import zoo` sets: what a
+    serving process (TF Serving, or Python with only tensorflow) runs an export with."""
+    return {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
 
 
 def minilm_folder():

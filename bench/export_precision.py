@@ -15,13 +15,11 @@ largest change of a probability, and the machine.
 import csv
 import json
 import os
-import subprocess
-import sys
 import tempfile
 
 from absl import app, flags
 
-from common import machine, mrpc_pairs
+from common import last_json, machine, mrpc_pairs, run_script, serving_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "..", "shared", "data")
@@ -66,14 +64,6 @@ def scores(labels, gold):
     return result
 
 
-def _run(args, env=None):
-    done = subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True,
-                          check=False, env=env)
-    if done.returncode:
-        raise SystemExit(f"{args[:3]} failed:\n{done.stderr[-3000:]}")
-    return done.stdout
-
-
 def main(argv):
     del argv
     if FLAGS.score_export:
@@ -81,7 +71,6 @@ def main(argv):
         return
     _, gold = dev_rows()
     where = machine(ROOT)
-    serving_env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
     for model_dir in FLAGS.model_dirs:
         result = dict(task=FLAGS.task, model_dir=os.path.relpath(model_dir, ROOT),
                       machine=where)
@@ -91,12 +80,13 @@ def main(argv):
         with tempfile.TemporaryDirectory(prefix="zoo-export-precision-") as work:
             for precision in ("fp32", "bf16"):
                 export_dir = os.path.join(work, precision, "1")
-                _run(["-m", f"tasks.{FLAGS.task}.train",
+                run_script(["-m", f"tasks.{FLAGS.task}.train",
                       f"--flagfile={os.path.join(model_dir, 'flags.txt')}", "--mode=export",
-                      f"--export_dir={export_dir}", f"--export_precision={precision}"])
-                answers[precision] = json.loads(_run(
+                            f"--export_dir={export_dir}", f"--export_precision={precision}"],
+                           cwd=ROOT)
+                answers[precision] = last_json(run_script(
                     [os.path.abspath(__file__), f"--task={FLAGS.task}",
-                     f"--score_export={export_dir}"], env=serving_env).strip().splitlines()[-1])
+                     f"--score_export={export_dir}"], cwd=ROOT, env=serving_env()))
                 answers[precision]["labels"] = [raw_labels[i]
                                                 for i in answers[precision]["label_ids"]]
                 result[precision] = scores(answers[precision]["labels"], gold)

@@ -22,14 +22,13 @@ or answer at all), with the first differences. Exits 1 if any differ.
 import csv
 import json
 import os
-import subprocess
 import sys
 import tempfile
 
 from absl import app, flags
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from common import machine  # noqa: E402  pylint: disable=wrong-import-position
+from common import last_json, machine, run_script, serving_env  # noqa: E402  pylint: disable=wrong-import-position
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KINDS = ("classification", "regression", "multi_label", "tagging", "squad")
@@ -137,21 +136,13 @@ def _serve(work, export_dir, inputs):
     path = os.path.join(work, "inputs.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(inputs, f)
-    env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
-    finished = subprocess.run([sys.executable, "-c", SERVE, export_dir, path],
-                              capture_output=True, text=True, env=env, check=False)
-    if finished.returncode:
-        raise SystemExit(f"the export failed:\n{finished.stderr[-3000:]}")
-    return json.loads(finished.stdout.strip().splitlines()[-1])
+    return last_json(run_script(["-c", SERVE, export_dir, path], env=serving_env(),
+                                name="the export"))
 
 
 def _predict(module, args, data, output):
-    finished = subprocess.run(
-        [sys.executable, "-m", module, *args, "--mode=predict", f"--model_dir={FLAGS.model_dir}",
-         f"--predict_file={data}", f"--output_file={output}"],
-        cwd=ROOT, capture_output=True, text=True, check=False)
-    if finished.returncode:
-        raise SystemExit(f"predict failed:\n{finished.stderr[-3000:]}")
+    run_script(["-m", module, *args, "--mode=predict", f"--model_dir={FLAGS.model_dir}",
+                f"--predict_file={data}", f"--output_file={output}"], cwd=ROOT, name="predict")
 
 
 def _compare(work, module, args, export_dir):

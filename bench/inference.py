@@ -24,14 +24,13 @@ under 1 means zoo is faster). Every line carries the machine (CPU model, flags, 
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 from absl import app, flags
 
-from common import BENCH, machine
+from common import BENCH, last_json, machine, run_script, serving_env
 
 ROOT = os.path.dirname(BENCH)
 flags.DEFINE_string("data_dir", os.path.join(ROOT, "..", "shared", "data", "sst2"),
@@ -98,14 +97,9 @@ def run(args, first_prediction=False):
     not get the Keras 2 switch that zoo sets (TF Serving has none). With `first_prediction`,
     the seconds from starting the process to its answer (the time it printed it answered at:
     the process's exit is not counted)."""
-    env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
     began = time.time()
-    done = subprocess.run([sys.executable, *args] + (["--first_prediction"] if first_prediction
-                                                     else []),
-                          cwd=BENCH, capture_output=True, text=True, check=False, env=env)
-    if done.returncode:
-        raise SystemExit(f"{args[0]} failed:\n{done.stderr[-3000:]}")
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = last_json(run_script(args + (["--first_prediction"] if first_prediction else []),
+                                  cwd=BENCH, env=serving_env()))
     if not first_prediction:
         return result
     return dict(seconds=result["answered_at"] - began, imports=result["imported_at"] - began,

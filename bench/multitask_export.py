@@ -12,13 +12,11 @@ One JSON line: sizes, median load times, and the ratios multi / sum of singles.
 import json
 import os
 import statistics
-import subprocess
-import sys
 import time
 
 from absl import app, flags
 
-from common import machine
+from common import machine, run_script, serving_env
 
 flags.DEFINE_string("multi", None, "The multi-task export.")
 flags.DEFINE_list("single", [], "The single-task exports of the same tasks.")
@@ -44,9 +42,8 @@ def size(path):
 
 
 def load_seconds(path):
-    env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
     began = time.perf_counter()
-    subprocess.run([sys.executable, "-c", LOAD, path], check=True, capture_output=True, env=env)
+    run_script(["-c", LOAD, path], env=serving_env(), name="loading the export")
     return time.perf_counter() - began
 
 

@@ -16,14 +16,13 @@ spread), each side's best batch size, and the ratio of zoo's best to the peer's 
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 from absl import app, flags
 
-from common import machine, minilm_folder, sst2_sentences
+from common import last_json, machine, minilm_folder, run_script, sst2_sentences
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 flags.DEFINE_string("data_dir", os.path.join(ROOT, "..", "shared", "data", "sst2"),
@@ -89,13 +88,10 @@ def write_export(path):
 
 
 def _child(side, export_dir):
-    finished = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), f"--side={side}", f"--export_dir={export_dir}",
+    return last_json(run_script(
+        [os.path.abspath(__file__), f"--side={side}", f"--export_dir={export_dir}",
          f"--data_dir={FLAGS.data_dir}", f"--batch_sizes={','.join(FLAGS.batch_sizes)}",
-         f"--repeats={FLAGS.repeats}"], capture_output=True, text=True, check=False)
-    if finished.returncode:
-        raise SystemExit(f"{side}: failed\n{finished.stderr[-3000:]}")
-    return json.loads(finished.stdout.strip().splitlines()[-1])
+         f"--repeats={FLAGS.repeats}"], name=side))
 
 
 def main(argv):

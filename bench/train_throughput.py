@@ -24,13 +24,12 @@ machine line (CPU model, its amx / avx512_bf16 flags, git) is in every line.
 import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 
 from absl import app, flags
 
-from common import BENCH, batch_plan, batch_tokens, machine, train_flops_per_token
+from common import (BENCH, batch_plan, batch_tokens, last_json, machine, run_script,
+                    train_flops_per_token)
 
 ROOT = os.path.dirname(BENCH)
 flags.DEFINE_string("data_dir", os.path.join(ROOT, "..", "shared", "data", "mrpc"),
@@ -82,24 +81,15 @@ def token_lengths(work):
     """Real (unpadded) token count of every training row, written by the peer's tokenizer."""
     if FLAGS.task == "squad":
         path = os.path.join(work, "windows.json")
-        run(["peer_train.py", *data_flags("peer", work), f"--write_windows={path}",
-             f"--max_seq_length={FLAGS.max_seq_length}"], output=False)
+        run_script(["peer_train.py", *data_flags("peer", work), f"--write_windows={path}",
+                    f"--max_seq_length={FLAGS.max_seq_length}"], cwd=BENCH)
         with open(path, encoding="utf-8") as f:
             return [sum(mask) for mask in json.load(f)["attention_mask"]]
     path = os.path.join(work, "lengths.json")
-    run(["peer_train.py", *data_flags("peer", work), f"--write_lengths={path}",
-         f"--max_seq_length={FLAGS.max_seq_length}"], output=False)
+    run_script(["peer_train.py", *data_flags("peer", work), f"--write_lengths={path}",
+                f"--max_seq_length={FLAGS.max_seq_length}"], cwd=BENCH)
     with open(path, encoding="utf-8") as f:
         return json.load(f)
-
-
-def run(args, output=True):
-    """Runs a bench script in its own process; the JSON of its last line if `output`."""
-    done = subprocess.run([sys.executable, *args], cwd=BENCH, capture_output=True, text=True,
-                          check=False)
-    if done.returncode:
-        raise SystemExit(f"{args[0]} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1]) if output else None
 
 
 def encoder_config():
@@ -189,7 +179,7 @@ def main(argv):
         for round_ in range(FLAGS.repeats):
             ordered = sides if round_ % 2 == 0 else sides[::-1]  # alternate who goes first
             for side, config in ordered:
-                one = run(command(side, config, work))
+                one = last_json(run_script(command(side, config, work), cwd=BENCH))
                 one.update(config=config, round=round_, machine=where)
                 print(json.dumps(one), flush=True)
                 runs.append(one)
