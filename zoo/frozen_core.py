@@ -5,14 +5,14 @@ in a training process does not happen there. `FrozenCore` does that rewrite once
 time: the core's inference graph (Hub encoder included) with its variables made constants, then
 TensorFlow's graph optimizer (Grappler) with its oneDNN bf16 pass, which runs the matmuls and
 the ops around them in bfloat16 and (through constant folding) turns their weights into bf16
-constants, so no cast of a weight is left for the serving call. The weights then go back into
-variables (of their new dtype) that feed the graph: the export's checkpoint holds them and its
-graph stays small, which a serving process loads and optimizes in a fraction of the time of a
-graph holding them. The inputs (packed int32 ids) and outputs (fp32 logits) do not change, so
-the serving modules of `zoo.export` take it where they took the core.
+constants, so no cast of a weight is left for the serving call. The embedding tables, which no
+matmul reads, go back into variables that feed the graph (`weights_as_inputs`): the export's
+checkpoint holds them, and the graph a serving process loads stays smaller. The inputs (packed
+int32 ids) and outputs (fp32 logits) do not change, so the serving modules of `zoo.export` take
+it where they took the core.
 
-The export then needs a CPU with native bf16 (AMX-BF16 or AVX512_BF16) or an accelerator to be
-fast; elsewhere oneDNN emulates it and it is slower than fp32: fp32 stays the default.
+The export is fast on a CPU with native bf16 (AMX-BF16 or AVX512_BF16); elsewhere oneDNN would
+emulate bf16 (not measured): fp32 stays the default.
 """
 import collections
 import copy

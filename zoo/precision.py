@@ -62,11 +62,9 @@ def resolve(precision, flags=None, accelerators=None):
         accelerators = len(tf.config.list_physical_devices("GPU"))
     flags = cpu_flags() if flags is None else flags
     if precision == "bf16":
-        if not accelerators and not REWRITE_CPU_FLAGS & flags:
-            raise UsageError("--precision=bf16 needs a CPU that TensorFlow's oneDNN bf16 rewrite "
-                             f"runs on (flags {' or '.join(sorted(REWRITE_CPU_FLAGS))}); this "
-                             "CPU has neither, so training would stay fp32: use "
-                             "--precision=fp32 or auto")
+        if not accelerators:
+            _require_rewrite_cpu("--precision", flags,
+                                 ", so training would stay fp32: use --precision=fp32 or auto")
         return precision
     return "bf16" if BF16_CPU_FLAGS & flags and not accelerators else "fp32"
 
@@ -77,11 +75,17 @@ def check_export_cpu(precision, flags=None):
     flags, default this machine's); checked when a run starts, not after its training."""
     if precision != "bf16":
         return
-    flags = cpu_flags() if flags is None else flags
+    _require_rewrite_cpu("--export_precision", cpu_flags() if flags is None else flags,
+                         ": export in fp32, or on a machine that has one")
+
+
+def _require_rewrite_cpu(flag, flags, advice):
+    """A `UsageError` for `flag`=bf16 if TensorFlow's oneDNN bf16 rewrite does not run on a CPU
+    with these `flags` (it would leave the graph in fp32); `advice` ends the message."""
     if not REWRITE_CPU_FLAGS & flags:
-        raise UsageError("--export_precision=bf16 needs a CPU that TensorFlow's oneDNN bf16 "
-                         f"rewrite runs on (flags {' or '.join(sorted(REWRITE_CPU_FLAGS))}); "
-                         "this one has neither: export in fp32, or on a machine that has one")
+        raise UsageError(f"{flag}=bf16 needs a CPU that TensorFlow's oneDNN bf16 rewrite runs on "
+                         f"(flags {' or '.join(sorted(REWRITE_CPU_FLAGS))}); this CPU has "
+                         f"neither{advice}")
 
 
 def for_inference(precision):
