@@ -8,9 +8,9 @@ For each trained model dir (made by `bench/intent_defaults.py`; `tasks.mrpc.trai
 `tasks.sst2.train` for sst2), the task's own `--mode=export` writes an fp32 and a bf16 export
 (with the model dir's flags.txt). Each export is loaded by a fresh process that imports only
 tensorflow and tensorflow_text and answers every dev row (MRPC dev: 408 pairs; SST-2 dev: 872
-sentences) in batches of 64, in file order. One JSON line per model: accuracy (and F1 of the
-positive class for MRPC) of each export, the differences, how many rows change label, the
-largest change of a probability, and the machine.
+sentences) in requests of --batch_size rows, in file order. One JSON line per model: accuracy
+(and F1 of the positive class for MRPC) of each export, the differences, how many rows change
+label, the largest change of a probability, and the machine.
 """
 import csv
 import json
@@ -25,6 +25,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "..", "shared", "data")
 flags.DEFINE_enum("task", "mrpc", ["mrpc", "sst2"], "Which dev set and task module.")
 flags.DEFINE_list("model_dirs", [], "Trained model dirs of the task.")
+flags.DEFINE_integer("batch_size", 64, "Rows a request (1: one-text requests, which a bf16 "
+                     "export of a few tokens answers with its small-request copy).")
 flags.DEFINE_string("score_export", None, "(internal) score this export, print the JSON.")
 FLAGS = flags.FLAGS
 
@@ -48,8 +50,9 @@ def score_export(export_dir):
     inputs, _ = dev_rows()
     rows = len(next(iter(inputs.values())))
     labels, probabilities = [], []
-    for start in range(0, rows, 64):
-        out = serve(**{k: tf.constant(v[start:start + 64]) for k, v in inputs.items()})
+    size = FLAGS.batch_size
+    for start in range(0, rows, size):
+        out = serve(**{k: tf.constant(v[start:start + size]) for k, v in inputs.items()})
         labels += out["label_id"].numpy().tolist()
         probabilities += out["probabilities"].numpy().tolist()
     return dict(label_ids=labels, probabilities=probabilities)
@@ -73,7 +76,7 @@ def main(argv):
     where = machine(ROOT)
     for model_dir in FLAGS.model_dirs:
         result = dict(task=FLAGS.task, model_dir=os.path.relpath(model_dir, ROOT),
-                      machine=where)
+                      batch_size=FLAGS.batch_size, machine=where)
         with open(os.path.join(model_dir, "labels.json"), encoding="utf-8") as f:
             raw_labels = json.load(f)["raw_labels"]  # the dev file's value of each label id
         answers = {}
@@ -86,7 +89,7 @@ def main(argv):
                            cwd=ROOT)
                 answers[precision] = last_json(run_script(
                     [os.path.abspath(__file__), f"--task={FLAGS.task}",
-                     f"--score_export={export_dir}"], cwd=ROOT, env=serving_env()))
+                     f"--batch_size={FLAGS.batch_size}", f"--score_export={export_dir}"], cwd=ROOT, env=serving_env()))
                 answers[precision]["labels"] = [raw_labels[i]
                                                 for i in answers[precision]["label_ids"]]
                 result[precision] = scores(answers[precision]["labels"], gold)

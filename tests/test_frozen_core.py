@@ -4,6 +4,7 @@ import pytest
 import tensorflow as tf
 
 from zoo import export, frozen_core, models, precision
+from zoo.data.pipeline import trim_to_longest
 from zoo.errors import UsageError
 
 needs_rewrite = pytest.mark.skipif(
@@ -40,9 +41,33 @@ def test_fp32_frozen_core_computes_what_the_core_does(classifier):
     np.testing.assert_allclose(frozen(inputs).numpy(), core(inputs, training=False).numpy(),
                                atol=2e-4)
     assert _matmul_dtypes(frozen) == {"float32"}
-    # the embedding tables feed the frozen graph from (non-trainable) variables
+    # the embedding tables feed the frozen graph from (non-trainable) variables, and so do the
+    # small-request copy's vectors (layer norm scales and offsets, biases)
     assert not frozen.trainable_variables
-    assert sorted(v.shape.as_list() for v in frozen.variables) == [[512, 32], [30522, 32]]
+    assert sorted(v.shape.as_list() for v in frozen.variables if v.shape.rank == 2) == [
+        [512, 32], [30522, 32]]
+    assert {v.shape.rank for v in frozen.variables} == {1, 2}
+
+
+@pytest.mark.parametrize("precision", [
+    "fp32", pytest.param("bf16", marks=needs_rewrite)])
+def test_a_small_request_takes_the_small_request_copy(classifier, precision):
+    core, packer = classifier
+    frozen = frozen_core.FrozenCore(core, precision)
+    small = trim_to_longest(_inputs(packer, ["yes"]))  # 1 x 3 ids
+    large = _inputs(packer, TEXTS)  # 3 x 32 ids, over SMALL_REQUEST_TOKENS
+    assert 3 * 32 > frozen_core.SMALL_REQUEST_TOKENS >= 3
+    tolerance = 2e-4 if precision == "fp32" else 0.03
+    for inputs in (small, large):  # each copy computes what the core does
+        expected = core(inputs, training=False).numpy()
+        np.testing.assert_allclose(frozen(inputs).numpy(), expected,
+                                   atol=tolerance * max(1.0, np.abs(expected).max()))
+    large_before = frozen(large).numpy()
+    small_before = frozen(small).numpy()
+    for vector in [v for v in frozen.variables if v.shape.rank == 1]:
+        vector.assign(tf.zeros_like(vector))  # only the small-request copy reads these
+    np.testing.assert_array_equal(frozen(large).numpy(), large_before)
+    assert not np.allclose(frozen(small).numpy(), small_before)
 
 
 @needs_rewrite
@@ -74,7 +99,8 @@ def test_a_bf16_export_stores_its_matmul_weights_in_bf16(classifier, tmp_path):
     np.testing.assert_allclose(served["probabilities"].numpy(),
                                reference["probabilities"].numpy(), atol=0.02)
     # the weights its matmuls read are bf16 constants of the graph; the embedding tables
-    # (fp32: the bf16 pass leaves gathers alone) are variables of the checkpoint
+    # (fp32: the bf16 pass leaves gathers alone) are variables of the checkpoint, and so are
+    # the small-request copy's vectors
     bf16_weights = [node for node in frozen._graph_def.node  # pylint: disable=protected-access
                     if node.op == "Const"
                     and node.attr["dtype"].type == tf.bfloat16.as_datatype_enum]
@@ -82,7 +108,7 @@ def test_a_bf16_export_stores_its_matmul_weights_in_bf16(classifier, tmp_path):
     tables = [tf.train.load_variable(f"{export_dir}/variables/variables", name)
               for name, _ in tf.train.list_variables(f"{export_dir}/variables/variables")
               if name.startswith("tasks/0/core/")]
-    assert sorted(t.shape for t in tables) == [(512, 32), (30522, 32)]
+    assert sorted(t.shape for t in tables if len(t.shape) == 2) == [(512, 32), (30522, 32)]
     assert [x.decode() for x in served["label"].numpy()] == [
         ["neg", "neu", "pos"][i] for i in served["label_id"].numpy()]
 
