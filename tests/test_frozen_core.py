@@ -41,6 +41,10 @@ def test_fp32_frozen_core_computes_what_the_core_does(classifier):
     np.testing.assert_allclose(frozen(inputs).numpy(), core(inputs, training=False).numpy(),
                                atol=2e-4)
     assert _matmul_dtypes(frozen) == {"float32"}
+    # every transpose moves the bits as integers (see integer_transposes)
+    transposed = {dtype for (op, dtype) in frozen_core.op_dtypes(frozen._graph_def)
+                  if op == "Transpose"}  # pylint: disable=protected-access
+    assert transposed == {"int32"}
     # the embedding tables feed the frozen graph from (non-trainable) variables, and so do the
     # small-request copy's vectors (layer norm scales and offsets, biases)
     assert not frozen.trainable_variables
@@ -75,6 +79,8 @@ def test_bf16_frozen_core_runs_its_matmuls_in_bf16_and_stays_close(classifier):
     core, packer = classifier
     frozen = frozen_core.FrozenCore(core, "bf16")
     assert _matmul_dtypes(frozen) == {"bfloat16"}
+    assert {dtype for (op, dtype) in frozen_core.op_dtypes(frozen._graph_def)
+            if op == "Transpose"} == {"int16"}  # pylint: disable=protected-access
     inputs = _inputs(packer, TEXTS)
     expected = core(inputs, training=False).numpy()
     got = frozen(inputs).numpy()
