@@ -13,12 +13,13 @@ it where they took the core.
 
 A request of a few tokens takes a second copy of the computation (`size_switched`): TensorFlow
 fuses a layer normalization whose scale and offset are constants into one oneDNN op, which is
-faster on a batch but has a fixed cost of about 0.1 ms a call (it converts the scale and offset
-anew each time), a fifth of a one-text request's time. The small-request copy reads the layer
+faster on a batch but has a fixed cost on every call (it converts the scale and offset anew
+each time), which dominates when a call has a few tokens. The small-request copy reads the layer
 norms' parameters and the biases from variables, so they stay plain ops; the matmul weights are
 the same constants in both copies. For the same reason of a fixed cost (of a oneDNN reorder)
 the attention's transposes are done on the bits as integers (`integer_transposes`): at batch
-64 it makes no difference, for one text of 25 tokens the two changes cut a call by a third.
+64 it made no difference, for one text it was as large a saving as the small-request copy's
+(the effect on an export: BENCHMARKS.md, inference).
 
 The export is fast on a CPU with native bf16 (AMX-BF16 or AVX512_BF16); elsewhere oneDNN would
 emulate bf16 (not measured): fp32 stays the default.
@@ -39,8 +40,9 @@ from zoo.errors import UsageError
 from zoo.models import INPUT_NAMES
 
 _MATMULS = ("MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3")
-# ids in a call (batch x length) up to which the small-request copy runs: on an AMD EPYC with
-# AVX512_BF16 (bf16 MiniLM-L6) it is 0.2 ms faster at 1 x 64 and 0.5 ms slower at 1 x 128
+# ids in a call (batch x length) up to which the small-request copy runs: timing the bf16
+# MiniLM-L6 graph on an AMD EPYC with AVX512_BF16, that copy was the faster one at 1 x 64, as
+# fast at about 96 ids, slower from 128 on
 SMALL_REQUEST_TOKENS = 64
 _CONTROL_FLOW = ("Switch", "Merge", "Enter", "Exit", "NextIteration")
 _SAME_WIDTH_INTEGER = {tf.bfloat16.as_datatype_enum: tf.int16.as_datatype_enum,
@@ -136,7 +138,7 @@ def _placeholder(node, value):
 def integer_transposes(graph_def):
     """Each Transpose of a bf16 or fp32 tensor done on its bits as int16 or int32 (Bitcast,
     Transpose, Bitcast back): TensorFlow hands a float transpose to a oneDNN reorder, which
-    costs about 40 us a call however small the tensor; an integer one is a plain copy."""
+    has a fixed cost a call however small the tensor; an integer one is a plain copy."""
     nodes = []
     for node in graph_def.node:
         if node.op == "Transpose" and node.attr["T"].type in _SAME_WIDTH_INTEGER:
