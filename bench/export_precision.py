@@ -84,12 +84,13 @@ def main(argv):
             for precision in ("fp32", "bf16"):
                 export_dir = os.path.join(work, precision, "1")
                 run_script(["-m", f"tasks.{FLAGS.task}.train",
-                      f"--flagfile={os.path.join(model_dir, 'flags.txt')}", "--mode=export",
+                            f"--flagfile={os.path.join(model_dir, 'flags.txt')}", "--mode=export",
                             f"--export_dir={export_dir}", f"--export_precision={precision}"],
                            cwd=ROOT)
                 answers[precision] = last_json(run_script(
                     [os.path.abspath(__file__), f"--task={FLAGS.task}",
-                     f"--batch_size={FLAGS.batch_size}", f"--score_export={export_dir}"], cwd=ROOT, env=serving_env()))
+                     f"--batch_size={FLAGS.batch_size}", f"--score_export={export_dir}"],
+                    cwd=ROOT, env=serving_env()))
                 answers[precision]["labels"] = [raw_labels[i]
                                                 for i in answers[precision]["label_ids"]]
                 result[precision] = scores(answers[precision]["labels"], gold)

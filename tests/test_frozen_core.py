@@ -27,10 +27,13 @@ def classifier(tiny_hub):
 TEXTS = ["a fine film", "a dull, long film that goes on", "yes"]
 
 
-def _matmul_dtypes(frozen):
+def _dtypes(frozen, ops):
     graph_def = frozen._graph_def  # pylint: disable=protected-access
-    return {dtype for (op, dtype) in frozen_core.op_dtypes(graph_def)
-            if op in ("MatMul", "BatchMatMulV2")}
+    return {dtype for (op, dtype) in frozen_core.op_dtypes(graph_def) if op in ops}
+
+
+def _matmul_dtypes(frozen):
+    return _dtypes(frozen, ("MatMul", "BatchMatMulV2"))
 
 
 def test_fp32_frozen_core_computes_what_the_core_does(classifier):
@@ -42,9 +45,7 @@ def test_fp32_frozen_core_computes_what_the_core_does(classifier):
                                atol=2e-4)
     assert _matmul_dtypes(frozen) == {"float32"}
     # every transpose moves the bits as integers (see integer_transposes)
-    transposed = {dtype for (op, dtype) in frozen_core.op_dtypes(frozen._graph_def)
-                  if op == "Transpose"}  # pylint: disable=protected-access
-    assert transposed == {"int32"}
+    assert _dtypes(frozen, ("Transpose",)) == {"int32"}
     # the embedding tables feed the frozen graph from (non-trainable) variables, and so do the
     # small-request copy's vectors (layer norm scales and offsets, biases)
     assert not frozen.trainable_variables
@@ -79,8 +80,7 @@ def test_bf16_frozen_core_runs_its_matmuls_in_bf16_and_stays_close(classifier):
     core, packer = classifier
     frozen = frozen_core.FrozenCore(core, "bf16")
     assert _matmul_dtypes(frozen) == {"bfloat16"}
-    assert {dtype for (op, dtype) in frozen_core.op_dtypes(frozen._graph_def)
-            if op == "Transpose"} == {"int16"}  # pylint: disable=protected-access
+    assert _dtypes(frozen, ("Transpose",)) == {"int16"}
     inputs = _inputs(packer, TEXTS)
     expected = core(inputs, training=False).numpy()
     got = frozen(inputs).numpy()

@@ -136,9 +136,10 @@ def _placeholder(node, value):
 
 
 def integer_transposes(graph_def):
-    """Each Transpose of a bf16 or fp32 tensor done on its bits as int16 or int32 (Bitcast,
-    Transpose, Bitcast back): TensorFlow hands a float transpose to a oneDNN reorder, which
-    has a fixed cost a call however small the tensor; an integer one is a plain copy."""
+    """`graph_def`, changed in place: each Transpose of a bf16 or fp32 tensor done on its bits
+    as int16 or int32 (Bitcast, Transpose, Bitcast back). TensorFlow hands a float transpose to
+    a oneDNN reorder, which has a fixed cost a call however small the tensor; an integer one is
+    a plain copy."""
     nodes = []
     for node in graph_def.node:
         if node.op == "Transpose" and node.attr["T"].type in _SAME_WIDTH_INTEGER:
@@ -210,8 +211,7 @@ def size_switched(graph_def, input_names, fetches, max_small_tokens=SMALL_REQUES
                   for i, (one, other) in enumerate(zip(large, small_outputs))]
     whole = graph.as_graph_def()
     needed = _upstream(whole, [t.name for t in merged])
-    kept = copy.deepcopy(whole)
-    del kept.node[:]
+    kept = tf.compat.v1.GraphDef(versions=whole.versions, library=whole.library)
     kept.node.extend(node for node in whole.node if node.name in needed)
     used = [i for i, name in enumerate(names) if name in needed]
     return kept, [t.name for t in merged], [names[i] for i in used], [values[i] for i in used]
