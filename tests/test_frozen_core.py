@@ -113,7 +113,7 @@ def test_a_bf16_export_stores_its_matmul_weights_in_bf16(classifier, tmp_path):
     assert len(bf16_weights) >= 4 * 2  # 4 dense layers a block, 2 blocks
     tables = [tf.train.load_variable(f"{export_dir}/variables/variables", name)
               for name, _ in tf.train.list_variables(f"{export_dir}/variables/variables")
-              if name.startswith("tasks/0/core/")]
+              if name.startswith("tasks/0/resources/")]
     assert sorted(t.shape for t in tables if len(t.shape) == 2) == [(512, 32), (30522, 32)]
     assert [x.decode() for x in served["label"].numpy()] == [
         ["neg", "neu", "pos"][i] for i in served["label_id"].numpy()]

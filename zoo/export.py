@@ -18,12 +18,16 @@ from zoo.data import tagging as tagging_data
 from zoo.data.squad_windows import Windower, check_room
 from zoo.errors import OutputError
 from zoo.files import atomic_directory
+from zoo.flat_serving import FlatServing
 from zoo.models import text_input_names
 
 
 def save(export_dir, signatures):
     """Writes {signature name: serving module} as one SavedModel; the first is also
-    `serving_default`. A failure (a full disk) leaves what was at `export_dir` as it was."""
+    `serving_default`. Each module is saved as one flat function (`zoo.flat_serving`), which
+    loads several times faster than the module's own object graph. A failure (a full disk)
+    leaves what was at `export_dir` as it was."""
+    signatures = {name: FlatServing(module) for name, module in signatures.items()}
     root = tf.Module()
     root.tasks = list(signatures.values())
     functions = {name: module.serve for name, module in signatures.items()}

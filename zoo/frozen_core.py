@@ -28,14 +28,12 @@ import collections
 import copy
 
 import tensorflow as tf
-# What TensorFlow's own converters (TFLite, TF-TRT) use to freeze a function and run Grappler
-# on the graph; none of it has a public `tf.` name.
+# What TensorFlow's own converters (TFLite, TF-TRT) use to freeze a function; none of it has a
+# public `tf.` name.
 from tensorflow.core.framework import tensor_shape_pb2
-from tensorflow.core.protobuf import config_pb2, meta_graph_pb2, rewriter_config_pb2
 from tensorflow.python.framework import convert_to_constants, tensor_util
-from tensorflow.python.grappler import tf_optimizer
 
-from zoo import precision as zoo_precision
+from zoo import grappler, precision as zoo_precision
 from zoo.errors import UsageError
 from zoo.models import INPUT_NAMES
 
@@ -64,18 +62,10 @@ def bf16_graph(graph_def, fetches):
     """`graph_def` (constants, no variables) after Grappler's oneDNN bf16 pass and constant
     folding; `fetches` are the output tensor names to keep. Layout and fusion rewrites are
     left to the process that runs the graph (they depend on its CPU)."""
-    meta_graph = meta_graph_pb2.MetaGraphDef()
-    meta_graph.graph_def.CopyFrom(graph_def)
-    keep = meta_graph_pb2.CollectionDef()
-    keep.node_list.value.extend(fetches)
-    meta_graph.collection_def["train_op"].CopyFrom(keep)  # what Grappler must not prune
-    config = config_pb2.ConfigProto()
-    rewrite = config.graph_options.rewrite_options
-    rewrite.auto_mixed_precision_onednn_bfloat16 = rewriter_config_pb2.RewriterConfig.ON
-    rewrite.remapping = rewriter_config_pb2.RewriterConfig.OFF
-    rewrite.layout_optimizer = rewriter_config_pb2.RewriterConfig.OFF
-    rewrite.min_graph_nodes = -1
-    return tf_optimizer.OptimizeGraph(config, meta_graph)
+    return grappler.optimize(graph_def, fetches,
+                             auto_mixed_precision_onednn_bfloat16=grappler.RewriterConfig.ON,
+                             remapping=grappler.RewriterConfig.OFF,
+                             layout_optimizer=grappler.RewriterConfig.OFF)
 
 
 def _upstream(graph_def, names, through=None):
