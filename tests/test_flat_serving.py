@@ -93,3 +93,22 @@ def test_a_flat_span_model_answers_as_its_module(tiny_hub, tmp_path):
     for key in ("answer", "start", "end"):
         assert served[key].numpy().tolist() == expected[key].numpy().tolist()
     np.testing.assert_allclose(served["score"].numpy(), expected["score"].numpy(), atol=1e-5)
+
+
+def test_a_flat_export_runs_in_a_session_as_tf_serving_loads_it(tiny_hub, tmp_path):
+    # TF Serving's loader: the MetaGraphDef in a Session, the variables restored by its saver,
+    # the lookup tables filled by its init op, the signature's tensors fed and fetched by name
+    core = models.classifier_core(tiny_hub + "/encoder", num_classes=3)
+    packer = models.TextPacker(tiny_hub + "/preprocessor", seq_length=32)
+    module = export.ClassifierServing(core, packer, ["neg", "neu", "pos"])
+    export_dir = export.save(str(tmp_path / "flat"), {"serving_default": module})
+    with tf.Graph().as_default(), tf.compat.v1.Session() as session:
+        meta_graph = tf.compat.v1.saved_model.loader.load(session, ["serve"], export_dir)
+        signature = meta_graph.signature_def["serving_default"]
+        served = session.run(
+            {k: v.name for k, v in signature.outputs.items()},
+            {signature.inputs["text"].name: TEXTS})
+    expected = module.serve(tf.constant(TEXTS))
+    np.testing.assert_allclose(served["probabilities"], expected["probabilities"].numpy(),
+                               atol=1e-6)
+    assert served["label"].tolist() == expected["label"].numpy().tolist()
