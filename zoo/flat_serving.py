@@ -1,11 +1,11 @@
 """A serving module's function as one flat graph: what makes an export quick to load.
 
-A serving process spends most of its time to a first answer loading the SavedModel, and the
-load time grows with the functions and objects the export holds. A serving module saved as it
-is brings the object graph of everything it reaches: the Keras core with every layer, the Hub
+A serving process spends most of its time to a first answer loading the SavedModel, and the load
+time grows with the functions and objects the export holds. A serving module saved as it is
+brings the object graph of everything it reaches: the Keras core with every layer, the Hub
 encoder and preprocessor with their own saved functions (about 320 functions and 1,300 objects
-for a MiniLM classifier; TensorFlow turns each function back into a Python graph when it
-loads). `flat` saves instead one function per signature: the serving function with every call
+for a MiniLM classifier; TensorFlow turns each function back into a Python graph when it loads).
+`FlatServing` saves instead one function per signature: the serving function with every call
 inlined (Grappler's function inlining, then pruning and removal of the pass-through nodes it
 leaves; no rewrite that changes the arithmetic), reading the same variables and lookup tables,
 which the export tracks in a plain list. The signature's inputs and outputs do not change.
