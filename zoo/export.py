@@ -5,7 +5,8 @@ tensorflow and tensorflow_text, loads it and feeds it strings. Each kind of head
 module here (`TextServing` with class, score or label-set outputs, `SpanServing`,
 `TaggingServing`): a `tf.Module` holding the core model, the preprocessor and what the outputs
 need (label names, tag names), with its `serve` function; `save` writes one or more of them as
-one SavedModel (weights they share are stored once).
+one SavedModel, each as one flat function (`zoo.flat_serving`; weights they share are stored
+once).
 """
 import os
 
