@@ -69,15 +69,16 @@ class FlatServing(tf.Module):
                 constants[inside.name] = outside.numpy()
             elif outside.ref() in owners:
                 fed[inside.name] = owners[outside.ref()]
-                if not any(owners[outside.ref()] is r for r in self.resources):
-                    self.resources.append(owners[outside.ref()])
+                if not any(fed[inside.name] is r for r in self.resources):
+                    self.resources.append(fed[inside.name])
             else:
                 raise ValueError(f"{concrete.name} reads a resource ({inside.name}) that no "
                                  "object of the serving module owns")
         fetches = [t.name for t in concrete.outputs]
         graph_def = flat_graph(concrete, [name.split(":")[0] for name in
                                           input_names + list(fed) + list(constants) + fetches])
-        fed_nodes = {name.split(":")[0] for name in input_names + list(fed)}
+        grappler.drop_control_inputs(
+            graph_def, [name.split(":")[0] for name in input_names + list(fed)])
         for node in graph_def.node:
             if node.name + ":0" in constants:
                 value = constants[node.name + ":0"]
@@ -85,10 +86,6 @@ class FlatServing(tf.Module):
                 node.ClearField("attr")
                 node.attr["dtype"].type = tf.as_dtype(value.dtype).as_datatype_enum
                 node.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(value))
-            # a feed replaces a tensor, not the control edges from its node: drop those
-            kept = [i for i in node.input if i[1:] not in fed_nodes or not i.startswith("^")]
-            del node.input[:]
-            node.input.extend(kept)
         for name, value in vars(module).items():
             if isinstance(value, tf.Variable) and not name.startswith("_"):
                 setattr(self, name, value)

@@ -251,11 +251,7 @@ class FrozenCore(tf.Module):
                     "or on a machine that has one")
         graph_def, weight_names, values = weights_as_inputs(graph_def)
         input_names = [t.name.split(":")[0] for t in frozen.inputs]
-        fed = {f"^{name}" for name in input_names + weight_names}
-        for node in graph_def.node:  # feeds replace tensors, not control edges: drop those
-            kept = [i for i in node.input if i not in fed]
-            del node.input[:]
-            node.input.extend(kept)
+        grappler.drop_control_inputs(graph_def, input_names + weight_names)
         graph_def, fetches, small_names, small_values = size_switched(
             integer_transposes(graph_def), input_names, fetches)
         weight_names += small_names

@@ -1,6 +1,7 @@
-"""Running TensorFlow's graph optimizer (Grappler) on a GraphDef at export time.
+"""GraphDef work at export time: running TensorFlow's graph optimizer (Grappler), and
+readying a graph's nodes to be fed by `tf.graph_util.import_graph_def`.
 
-What TensorFlow's own converters (TFLite, TF-TRT) use to rewrite a graph; none of it has a
+Grappler is run the way TensorFlow's own converters (TFLite, TF-TRT) run it; none of that has a
 public `tf.` name.
 """
 from tensorflow.core.protobuf import config_pb2, meta_graph_pb2, rewriter_config_pb2
@@ -26,3 +27,14 @@ def optimize(graph_def, keep, optimizers=None, **options):
     for name, value in options.items():
         setattr(rewrite, name, value)
     return tf_optimizer.OptimizeGraph(config, meta_graph)
+
+
+def drop_control_inputs(graph_def, names):
+    """Removes, in place, every control edge from the nodes `names` (node names): a feed
+    (`import_graph_def(input_map=...)`) replaces a node's tensors, not the control edges from
+    it, which would keep the unfed node (a placeholder) in the graph."""
+    edges = {f"^{name}" for name in names}
+    for node in graph_def.node:
+        kept = [i for i in node.input if i not in edges]
+        del node.input[:]
+        node.input.extend(kept)
