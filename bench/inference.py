@@ -13,7 +13,9 @@ the same batches (`common.inference_groups`), tokenize inside the timing, and re
 --repeats passes per batch size and policy after one untimed pass, then batch-1 latency (p50,
 p95). Each round also times, per setting, a new process from its start to its first prediction
 (to the moment it has the answer; its exit is not counted), in three parts: the imports (the
-framework), the load (export, or checkpoint and tokenizer) and the first call.
+framework), the load (export, or checkpoint and tokenizer) and the first call; there each side
+is used as its users use it in Python: zoo through `zoo.serving`, the peer through
+transformers' classes.
 
 Prints one JSON line per run, then a summary: per setting the median over rounds (min, max) of
 every figure, and the ratios zoo / peer: the best batched rate of each precision against the
@@ -94,7 +96,8 @@ def command(side, config, exports):
 
 def run(args, first_prediction=False):
     """Runs a bench script in a fresh process; the JSON of its last line. A zoo process does
-    not get the Keras 2 switch that zoo sets (TF Serving has none). With `first_prediction`,
+    not get the Keras 2 switch that zoo sets (TF Serving has none; `zoo.serving`, used for the
+    first prediction, sets it itself). With `first_prediction`,
     the seconds from starting the process to its answer (the time it printed it answered at:
     the process's exit is not counted)."""
     began = time.time()

@@ -8,27 +8,36 @@ signature on raw strings (tokenization inside the graph, inside the timing). For
 and policy (`common.inference_groups`: `dynamic` and `sorted` on the export, which trims each
 request to its longest row; `fixed` on --fixed_export_dir, which pads to its full length), the
 best of --repeats passes after one untimed pass; then batch-1 latency. With --first_prediction
-it only loads and answers one text and prints when it had imported, loaded and answered
-(`common.first_prediction`). Prints one JSON line.
+it only loads and answers one text the way a zoo user does in Python (`zoo.serving`, which
+imports tensorflow and tensorflow_text itself; the peer uses transformers' classes), and prints
+when it had imported, loaded and answered (`common.first_prediction`). Prints one JSON line.
 """
 import argparse
 import json
 import os
 import time
 
-import tensorflow as tf
-import tensorflow_text  # noqa: F401  (registers the tokenizer ops, as TF Serving builds do)
+import numpy as np
 
 from common import best_rate, first_prediction, inference_groups, latency_ms, sst2_sentences
-
-IMPORTED_AT = time.time()  # the framework imported (a first prediction's first part)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def classifier(export_dir):
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    import tensorflow_text  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
     serve = tf.saved_model.load(export_dir).signatures["serving_default"]
     return lambda group: serve(text=tf.constant(group))["probabilities"].numpy()
+
+
+def first_answer(export_dir):
+    """A first prediction through zoo's Python API, from its import on."""
+    from zoo.serving import load  # pylint: disable=import-outside-toplevel
+    imported_at = time.time()
+    model = load(export_dir)
+    return first_prediction(lambda group: np.array(
+        [list(row["probabilities"].values()) for row in model.predict(group)]), imported_at)
 
 
 def main():
@@ -42,13 +51,14 @@ def main():
     parser.add_argument("--latency_requests", type=int, default=200)
     parser.add_argument("--first_prediction", action="store_true")
     args = parser.parse_args()
-    classify = classifier(args.export_dir)
     if args.first_prediction:
-        print(json.dumps(first_prediction(classify, IMPORTED_AT)))
+        print(json.dumps(first_answer(args.export_dir)))
         return
+    classify = classifier(args.export_dir)
     texts = sst2_sentences(os.path.join(args.data_dir, "dev.tsv"))
     policies = args.policies.split(",")
     fixed = classifier(args.fixed_export_dir) if "fixed" in policies else None
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
     results = dict(framework=f"tensorflow {tf.__version__}",
                    threads=[tf.config.threading.get_intra_op_parallelism_threads(),
                             tf.config.threading.get_inter_op_parallelism_threads()])

@@ -17,23 +17,39 @@ models, or a JSON object with the signature's input names):
 
     python -m zoo.serving runs/mrpc/export/1 < texts.txt > predictions.jsonl
 
-This module imports only tensorflow and tensorflow_text (never tf_keras or tensorflow_hub), as
-TF Serving needs nothing else.
+This module needs only tensorflow and tensorflow_text, as TF Serving needs nothing else: none
+of zoo's training modules, no tensorflow_hub. What a process spends before its first answer is
+mostly importing TensorFlow and loading the export, and both are kept short:
+- TensorFlow imports the optimizers of one Keras when it starts. Importing the `zoo` package
+  (before this module) chose Keras 2, whose import is lighter than Keras 3's: Keras 3 also
+  imports matplotlib where it is installed, as it is with zoo.
+- Both allocate hundreds of thousands of Python objects that stay alive, and Python's cyclic
+  garbage collector would walk them again and again; it is paused while they are made
+  (`paused_collector`) and resumed after, as it was.
 """
+import contextlib
+import gc
 import json
-import os
 import sys
 
-import zoo
 
-if zoo.LEGACY_KERAS_SET_BY_ZOO and "tensorflow" not in sys.modules:
-    # `import zoo` chose Keras 2 for hub.KerasLayer; with it, importing TensorFlow loads
-    # tf_keras. Serving uses no Keras.
-    os.environ.pop("TF_USE_LEGACY_KERAS", None)
+@contextlib.contextmanager
+def paused_collector():
+    """Python's cyclic garbage collector paused for a block that makes many long-lived objects
+    (importing TensorFlow, loading an export), and resumed after it if it was running."""
+    running = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if running:
+            gc.enable()
 
-import numpy as np  # noqa: E402  pylint: disable=wrong-import-position
-import tensorflow as tf  # noqa: E402  pylint: disable=wrong-import-position
-import tensorflow_text  # noqa: E402,F401  pylint: disable=wrong-import-position
+
+with paused_collector():
+    import numpy as np
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the tokenizer ops the export runs)
 
 DEFAULT_BATCH_SIZE = 32
 ENTITY_KEYS = ("entity_text", "entity_type", "entity_start", "entity_end", "entity_score")
@@ -61,7 +77,8 @@ class Model:
     def __init__(self, export_dir, batch_size=DEFAULT_BATCH_SIZE, signature="serving_default"):
         self.export_dir = export_dir
         self.batch_size = batch_size
-        self._loaded = tf.saved_model.load(export_dir)
+        with paused_collector():
+            self._loaded = tf.saved_model.load(export_dir)
         if signature not in self._loaded.signatures:
             raise ValueError(f"{export_dir} has no signature {signature!r} (it has "
                              f"{', '.join(sorted(self._loaded.signatures))})")
