@@ -23,8 +23,8 @@ mostly importing TensorFlow and loading the export, and both are kept short:
 - TensorFlow imports the optimizers of one Keras when it starts. Importing the `zoo` package
   (before this module) chose Keras 2, whose import is lighter than Keras 3's: Keras 3 also
   imports matplotlib where it is installed, as it is with zoo.
-- Both allocate hundreds of thousands of Python objects that stay alive, and Python's cyclic
-  garbage collector would walk them again and again; it is paused while they are made
+- Both make a great many Python objects that stay alive, and Python's cyclic garbage
+  collector would walk them again and again; it is paused while they are made
   (`paused_collector`) and resumed after, as it was.
 """
 import contextlib
