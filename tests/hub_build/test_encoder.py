@@ -6,7 +6,7 @@ import tensorflow_hub as hub
 import tf_keras as keras
 
 from tests.helpers import reference_file
-from zoo.hub_build.encoder import BertConfig, BertEncoder
+from zoo.hub_build.encoder import BertConfig, BertEncoder, gelu
 
 INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -97,3 +97,13 @@ def test_encoder_layer_config_round_trip():
 def test_bad_architecture_is_rejected(bad):
     with pytest.raises(ValueError):
         BertConfig(**dict(dict(vocab_size=50, hidden_size=16, num_attention_heads=2), **bad))
+
+
+def test_gelu_is_tensorflows_exact_gelu():
+    x = tf.linspace(-8.0, 8.0, 4001)
+    np.testing.assert_allclose(gelu(x), tf.nn.gelu(x, approximate=False), atol=1e-6)
+    # in bfloat16 as well, to bfloat16's precision (8 bits of mantissa)
+    np.testing.assert_allclose(tf.cast(gelu(tf.cast(x, tf.bfloat16)), tf.float32),
+                               tf.nn.gelu(x, approximate=False), rtol=1e-2, atol=1e-2)
+    assert not np.allclose(gelu(x), tf.nn.gelu(x, approximate=True), atol=1e-6)  # not tanh's
+

@@ -24,8 +24,9 @@ TINY_CONFIG = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
 BUILD_INFO = "zoo_build_info.json"
 # Raised when the SavedModels zoo writes change (the weights may not); cached builds of an older
 # format are rebuilt by `zoo.hub.ensure_built`. 2: 2-D activations inside the encoder. 3: the
-# build info records the sentence pooling the checkpoint was trained for (`pooling`).
-BUILD_FORMAT = 3
+# build info records the sentence pooling the checkpoint was trained for (`pooling`). 4: the exact
+# GELU computed through erf (`encoder.gelu`), not erfc.
+BUILD_FORMAT = 4
 
 
 def minilm_folder():
