@@ -2,6 +2,7 @@
 import numpy as np
 import pytest
 import tensorflow as tf
+import tf_keras as keras
 
 from zoo import models
 from zoo.errors import UsageError
@@ -63,6 +64,53 @@ def test_head_moves_the_multiple_of_the_encoder(compiled, jit):
     (plain_encoder, plain_head), = _pair_run(1, compiled, jit)
     np.testing.assert_allclose(plain_head, plain_encoder)  # multiplier 1: one rate
     np.testing.assert_allclose(plain_encoder, encoder)  # the encoder keeps the schedule's rate
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_the_fused_dense_step_is_keras_adamw(compiled):
+    """Each update is one ResourceApplyAdam kernel, also for a sparse gradient (an embedding
+    lookup's, with a repeated row), and ends where keras.optimizers.AdamW's own ops do."""
+    rng = np.random.default_rng(0)
+    start = rng.normal(size=(6, 3)).astype(np.float32)
+    ids = tf.constant([0, 2, 2, 5])
+    gradients = rng.normal(size=(5, 6, 3)).astype(np.float32)
+
+    def run(optimizer):
+        kernel, table = (tf.Variable(start, name=n) for n in ("dense/kernel", "embeddings"))
+        optimizer.build([kernel, table])
+
+        def step(gradient):
+            with tf.GradientTape() as tape:
+                loss = (tf.reduce_sum(kernel * gradient)
+                        + tf.reduce_sum(tf.gather(table, ids) * gradient[:4]))
+            grads = tape.gradient(loss, [kernel, table])
+            assert isinstance(grads[1], tf.IndexedSlices)
+            optimizer.apply_gradients(zip(grads, [kernel, table]))
+
+        step = tf.function(step) if compiled else step
+        for gradient in gradients:
+            step(tf.constant(gradient))
+        return kernel.numpy(), table.numpy()
+
+    ours = create_optimizer(1e-2, 100, 10, weight_decay=0.1)
+    theirs = keras.optimizers.AdamW(learning_rate=WarmupDecay(1e-2, 100, 10), weight_decay=0.1,
+                                    beta_1=0.9, beta_2=0.999, epsilon=1e-6, global_clipnorm=1.0)
+    for mine, keras_own in zip(run(ours), run(theirs)):
+        assert np.abs(mine - start).min() > 0
+        np.testing.assert_allclose(mine, keras_own, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_an_update_is_one_kernel_unless_xla_compiles_it(jit):
+    optimizer = create_optimizer(1e-2, 100, 0, jit_compile=jit)
+    kernel = tf.Variable(np.ones((4, 4), np.float32), name="dense/kernel")
+    table = tf.Variable(np.ones((9, 4), np.float32), name="embeddings")
+    optimizer.build([kernel, table])
+    step = tf.function(lambda g: optimizer.apply_gradients(
+        [(g, kernel), (tf.IndexedSlices(g, tf.constant([1, 3, 3, 8]), tf.shape(table)), table)]))
+    graph = step.get_concrete_function(tf.TensorSpec([4, 4])).graph
+    kernels = [op for op in graph.get_operations() if op.type == "ResourceApplyAdam"]
+    assert len(kernels) == (0 if jit else 2)
 
 
 @pytest.mark.parametrize("compiled", [False, True])

@@ -114,7 +114,30 @@ class HeadAdamW(keras.optimizers.AdamW):
 
     def update_step(self, gradient, variable):
         with self._rate_of(variable):
-            super().update_step(gradient, variable)
+            if self.amsgrad or self.jit_compile:
+                super().update_step(gradient, variable)
+            else:
+                self._fused_step(gradient, variable)
+
+    def _fused_step(self, gradient, variable):
+        """`keras.optimizers.AdamW.update_step` (the weight decay is applied apart, before it)
+        as one TensorFlow kernel, `ResourceApplyAdam`, which computes the same m, v and step:
+        Keras runs it as a dozen elementwise ops, each a pass over the variable and its moments,
+        which made the update a large part of a training step without XLA. A sparse gradient
+        (an embedding lookup's, its rows summed by Keras first) is made dense: Keras's sparse
+        update passes over the whole variable and its moments too, and with each row once it is
+        the dense update with zeros elsewhere."""
+        dtype = variable.dtype
+        step = tf.cast(self.iterations + 1, dtype)
+        index = self._index_dict[self._var_key(variable)]
+        tf.raw_ops.ResourceApplyAdam(
+            var=variable.handle, m=self._momentums[index].handle,
+            v=self._velocities[index].handle,
+            beta1_power=tf.pow(tf.cast(self.beta_1, dtype), step),
+            beta2_power=tf.pow(tf.cast(self.beta_2, dtype), step),
+            lr=tf.cast(self.learning_rate, dtype), beta1=tf.cast(self.beta_1, dtype),
+            beta2=tf.cast(self.beta_2, dtype), epsilon=tf.cast(self.epsilon, dtype),
+            grad=tf.cast(tf.convert_to_tensor(gradient), dtype))
 
     def _apply_weight_decay(self, variables):
         head = [v for v in variables if self._var_key(v) in self._head_keys]
