@@ -15,7 +15,6 @@ import tensorflow as tf
 import tf_keras as keras
 
 
-
 def gelu(x):
     """The exact GELU, x * P(X <= x) for a standard normal X, as 0.5 x (1 + erf(x / sqrt(2))):
     the formula PyTorch and Hugging Face compute. `tf.nn.gelu` computes the same through erfc,
