@@ -14,12 +14,10 @@ each round. Prints one JSON line: per setting the median, min and max seconds ov
 import json
 import os
 import statistics
-import subprocess
-import sys
 
 from absl import app, flags
 
-from common import machine
+from common import machine, run_script, serving_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 flags.DEFINE_integer("rounds", 5, "Runs of each setting (alternating).")
@@ -41,12 +39,12 @@ print(time.perf_counter() - began)
 
 
 def seconds(side, collector):
-    env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
+    env = serving_env()
     if side == "zoo":
         env["TF_USE_LEGACY_KERAS"] = "1"  # what `import zoo` sets before zoo.serving's imports
-    done = subprocess.run([sys.executable, "-c", TIMED.format(imports=IMPORTS[side]), collector],
-                          capture_output=True, text=True, check=True, env=env, cwd=ROOT)
-    return float(done.stdout.strip().splitlines()[-1])
+    output = run_script(["-c", TIMED.format(imports=IMPORTS[side]), collector], cwd=ROOT,
+                        env=env, name=f"{side}'s imports")
+    return float(output.strip().splitlines()[-1])
 
 
 def main(argv):
