@@ -25,8 +25,9 @@ BUILD_INFO = "zoo_build_info.json"
 # Raised when the SavedModels zoo writes change (the weights may not); cached builds of an older
 # format are rebuilt by `zoo.hub.ensure_built`. 2: 2-D activations inside the encoder. 3: the
 # build info records the sentence pooling the checkpoint was trained for (`pooling`). 4: the exact
-# GELU computed through erf (`encoder.gelu`), not erfc.
-BUILD_FORMAT = 4
+# GELU computed through erf (`encoder.gelu`), not erfc. 5: training's layer norm and dropout
+# kernels of `zoo.hub_build.layers`, and the attention's queries scaled instead of its scores.
+BUILD_FORMAT = 5
 
 
 def minilm_folder():

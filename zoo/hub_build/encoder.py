@@ -14,6 +14,8 @@ import math
 import tensorflow as tf
 import tf_keras as keras
 
+from zoo.hub_build.layers import Dropout, LayerNorm
+
 
 def gelu(x):
     """The exact GELU, x * P(X <= x) for a standard normal X, as 0.5 x (1 + erf(x / sqrt(2))):
@@ -69,9 +71,9 @@ class BertEmbeddings(keras.layers.Layer):
     def __init__(self, config: BertConfig, **kwargs):
         super().__init__(**kwargs)
         self.config = config
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = LayerNorm(
             epsilon=config.layer_norm_eps, name="layer_norm")
-        self.dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+        self.dropout = Dropout(config.hidden_dropout_prob)
 
     def build(self, input_shape):
         config = self.config
@@ -107,16 +109,16 @@ class TransformerBlock(keras.layers.Layer):
         self.value = keras.layers.Dense(hidden, kernel_initializer=_init(config), name="value")
         self.attention_output = keras.layers.Dense(
             hidden, kernel_initializer=_init(config), name="attention_output")
-        self.attention_layer_norm = keras.layers.LayerNormalization(
+        self.attention_layer_norm = LayerNorm(
             epsilon=config.layer_norm_eps, name="attention_layer_norm")
         self.intermediate = keras.layers.Dense(
             config.intermediate_size, kernel_initializer=_init(config), name="intermediate")
         self.activation = ACTIVATIONS[config.hidden_act]
         self.output_dense = keras.layers.Dense(hidden, kernel_initializer=_init(config), name="output")
-        self.output_layer_norm = keras.layers.LayerNormalization(
+        self.output_layer_norm = LayerNorm(
             epsilon=config.layer_norm_eps, name="output_layer_norm")
-        self.attention_dropout = keras.layers.Dropout(config.attention_probs_dropout_prob)
-        self.hidden_dropout = keras.layers.Dropout(config.hidden_dropout_prob)
+        self.attention_dropout = Dropout(config.attention_probs_dropout_prob)
+        self.hidden_dropout = Dropout(config.hidden_dropout_prob)
 
     def _split_heads(self, x, batch, seq):
         x = tf.reshape(x, [batch, seq, self.num_heads, self.head_size])
@@ -125,10 +127,12 @@ class TransformerBlock(keras.layers.Layer):
     def call(self, x, attention_bias, batch, seq, training=None):
         """`x`: `[batch * seq, hidden]`. Activations stay 2-D between layers, so every dense
         layer is one MatMul + BiasAdd (which oneDNN fuses) rather than Keras' 3-D Tensordot."""
-        q = self._split_heads(self.query(x), batch, seq)
+        # the queries are scaled rather than the scores: [batch * seq, hidden] values, not
+        # [batch, heads, seq, seq], forward and backward
+        q = self._split_heads(self.query(x) * (1.0 / math.sqrt(self.head_size)), batch, seq)
         k = self._split_heads(self.key(x), batch, seq)
         v = self._split_heads(self.value(x), batch, seq)
-        scores = tf.matmul(q, k, transpose_b=True) * (1.0 / math.sqrt(self.head_size))
+        scores = tf.matmul(q, k, transpose_b=True)
         probs = tf.nn.softmax(scores + attention_bias, axis=-1)
         probs = self.attention_dropout(probs, training=training)
         context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])
