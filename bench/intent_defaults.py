@@ -49,6 +49,7 @@ CONFIGS = {
     "lr5e-5_head20": ("--learning_rate=5e-5", "--head_learning_rate_multiplier=20"),
     "frozen100": ("--frozen_encoder_steps=100",),
     "bf16": ("--precision=bf16",),  # the defaults, training in bf16
+    "fp32": ("--precision=fp32",),  # the defaults, training in fp32 (auto is bf16 on bf16 CPUs)
 }
 
 
