@@ -62,7 +62,7 @@ def trained(tmp_path_factory, minilm_hub):
     model_dir = str(root / "model")
     result = run_module("tasks.squad.train", f"--train_file={train}", f"--eval_file={dev}",
                         f"--model_dir={model_dir}", *FLAGS, "--unanswerable_fraction=1",
-                        "--train_batch_size=16", "--num_train_epochs=3", "--learning_rate=2e-4",
+                        "--train_batch_size=16", "--num_train_epochs=5", "--learning_rate=2e-4",
                         f"--export_dir={model_dir}/export/1")
     assert result.returncode == 0, result.stderr[-3000:]
     return dict(model_dir=model_dir, dev=dev, root=root)
@@ -76,7 +76,8 @@ def test_the_official_v2_evaluation_with_the_best_threshold_beside_the_one_used(
     # Half the questions have no answer: always abstaining scores 50, always answering at
     # most 50. Telling the two apart needs the question and the paragraph: the tiny random
     # encoder does not learn that in a test's budget (best F1 54 after 64 steps), pretrained
-    # MiniLM does (85.4 seen here).
+    # MiniLM does: after 5 epochs (40 steps) best F1 100 with seeds 0, 1 and 2, in bf16 and
+    # in fp32; after 3 epochs it was 70.8 to 100 depending on the seed, too close to call.
     assert results["best_f1"] > 75, results
     timing = json.load(open(os.path.join(trained["model_dir"], "train_results.json")))
     assert timing["train_windows"] == 128  # 64 questions and their 64 unanswerable copies
