@@ -43,6 +43,15 @@ def test_layer_norm_trains_as_keras_layer_normalization(shape):
     np.testing.assert_array_equal(ours(x, training=False), theirs(x, training=False))
 
 
+def test_layer_norm_without_scale_or_offset_trains_as_keras_does():
+    x = tf.random.stateless_normal((6, 16), seed=[5, 6]) * 2.0 - 1.0
+    ours = LayerNorm(epsilon=1e-12, center=False, scale=False)
+    theirs = keras.layers.LayerNormalization(epsilon=1e-12, center=False, scale=False)
+    ours.build(x.shape)
+    assert not ours.weights
+    np.testing.assert_allclose(ours(x, training=True), theirs(x, training=True), atol=1e-5)
+
+
 def test_layer_norm_trains_with_one_kernel_and_infers_with_keras_ops():
     norm, _ = _norms((4, 8, 32))
     x = tf.ones([4, 8, 32])

@@ -71,8 +71,7 @@ class BertEmbeddings(keras.layers.Layer):
     def __init__(self, config: BertConfig, **kwargs):
         super().__init__(**kwargs)
         self.config = config
-        self.layer_norm = LayerNorm(
-            epsilon=config.layer_norm_eps, name="layer_norm")
+        self.layer_norm = LayerNorm(epsilon=config.layer_norm_eps, name="layer_norm")
         self.dropout = Dropout(config.hidden_dropout_prob)
 
     def build(self, input_shape):
@@ -115,8 +114,7 @@ class TransformerBlock(keras.layers.Layer):
             config.intermediate_size, kernel_initializer=_init(config), name="intermediate")
         self.activation = ACTIVATIONS[config.hidden_act]
         self.output_dense = keras.layers.Dense(hidden, kernel_initializer=_init(config), name="output")
-        self.output_layer_norm = LayerNorm(
-            epsilon=config.layer_norm_eps, name="output_layer_norm")
+        self.output_layer_norm = LayerNorm(epsilon=config.layer_norm_eps, name="output_layer_norm")
         self.attention_dropout = Dropout(config.attention_probs_dropout_prob)
         self.hidden_dropout = Dropout(config.hidden_dropout_prob)
 

@@ -41,7 +41,8 @@ class LayerNorm(keras.layers.LayerNormalization):
         if training is None:
             return super().call(inputs)
         return tf.__internal__.smart_cond.smart_cond(
-            training, lambda: self._training_norm(inputs), lambda: super(LayerNorm, self).call(inputs))
+            training, lambda: self._training_norm(inputs),
+            lambda: super(LayerNorm, self).call(inputs))
 
     def _training_norm(self, inputs):
         shape = tf.shape(inputs)
@@ -52,8 +53,11 @@ class LayerNorm(keras.layers.LayerNormalization):
             mean=tf.zeros([0], tf.float32), variance=tf.zeros([0], tf.float32),
             epsilon=self.epsilon, data_format="NCHW", is_training=True)
         normalized = tf.reshape(normalized, shape)
-        gamma, beta = (tf.cast(w, inputs.dtype) for w in (self.gamma, self.beta))
-        return normalized * gamma + beta
+        if self.gamma is not None:  # scale=False has none
+            normalized *= tf.cast(self.gamma, normalized.dtype)
+        if self.beta is not None:  # center=False has none
+            normalized += tf.cast(self.beta, normalized.dtype)
+        return normalized
 
 
 class Dropout(keras.layers.Dropout):
