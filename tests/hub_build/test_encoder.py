@@ -107,3 +107,23 @@ def test_gelu_is_tensorflows_exact_gelu():
                                tf.nn.gelu(x, approximate=False), rtol=1e-2, atol=1e-2)
     assert not np.allclose(gelu(x), tf.nn.gelu(x, approximate=True), atol=1e-6)  # not tanh's
 
+
+
+def test_attention_scales_queries_in_training_and_scores_in_inference():
+    """Training scales the [tokens, hidden] queries (cheaper both ways); inference scales the
+    scores, a multiplication of the batched matmul's output that oneDNN fuses into it."""
+    config = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, hidden_dropout_prob=0.0,
+                        attention_probs_dropout_prob=0.0)
+    encoder = BertEncoder(config)
+    inputs = _inputs([[5, 6, 7, 8], [9, 10, 11, 0]], mask=[[1, 1, 1, 1], [1, 1, 1, 0]])
+    outputs = {}
+    for training in (True, False):
+        fn = tf.function(lambda x, t=training: encoder(x, training=t)["sequence_output"])
+        graph = fn.get_concrete_function(inputs).graph
+        multiplied = {("queries" if "query/BiasAdd" in op.inputs[0].name else
+                       op.inputs[0].op.type) for op in graph.get_operations() if op.type == "Mul"}
+        assert ("queries" in multiplied) == training
+        assert ("BatchMatMulV2" in multiplied) == (not training)
+        outputs[training] = fn(inputs)
+    np.testing.assert_allclose(outputs[True], outputs[False], rtol=1e-5, atol=1e-5)

@@ -27,7 +27,8 @@ BUILD_INFO = "zoo_build_info.json"
 # build info records the sentence pooling the checkpoint was trained for (`pooling`). 4: the exact
 # GELU computed through erf (`encoder.gelu`), not erfc. 5: training's layer norm and dropout
 # kernels of `zoo.hub_build.layers`, and the attention's queries scaled instead of its scores.
-BUILD_FORMAT = 5
+# 6: that scaling in training only; inference scales the scores again (oneDNN fuses it there).
+BUILD_FORMAT = 6
 
 
 def minilm_folder():

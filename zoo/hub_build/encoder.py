@@ -125,12 +125,19 @@ class TransformerBlock(keras.layers.Layer):
     def call(self, x, attention_bias, batch, seq, training=None):
         """`x`: `[batch * seq, hidden]`. Activations stay 2-D between layers, so every dense
         layer is one MatMul + BiasAdd (which oneDNN fuses) rather than Keras' 3-D Tensordot."""
-        # the queries are scaled rather than the scores: [batch * seq, hidden] values, not
-        # [batch, heads, seq, seq], forward and backward
-        q = self._split_heads(self.query(x) * (1.0 / math.sqrt(self.head_size)), batch, seq)
+        queries = self.query(x)
         k = self._split_heads(self.key(x), batch, seq)
         v = self._split_heads(self.value(x), batch, seq)
-        scores = tf.matmul(q, k, transpose_b=True)
+        scale = 1.0 / math.sqrt(self.head_size)
+
+        def scaled_queries():  # training: [batch * seq, hidden] values to scale, both ways
+            return tf.matmul(self._split_heads(queries * scale, batch, seq), k, transpose_b=True)
+
+        def scaled_scores():  # inference: oneDNN fuses this scale into the batched matmul
+            return tf.matmul(self._split_heads(queries, batch, seq), k, transpose_b=True) * scale
+
+        scores = scaled_scores() if training is None else tf.__internal__.smart_cond.smart_cond(
+            training, scaled_queries, scaled_scores)
         probs = tf.nn.softmax(scores + attention_bias, axis=-1)
         probs = self.attention_dropout(probs, training=training)
         context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])
