@@ -108,7 +108,6 @@ def test_gelu_is_tensorflows_exact_gelu():
     assert not np.allclose(gelu(x), tf.nn.gelu(x, approximate=True), atol=1e-6)  # not tanh's
 
 
-
 def test_attention_scales_queries_in_training_and_scores_in_inference():
     """Training scales the [tokens, hidden] queries (cheaper both ways); inference scales the
     scores, a multiplication of the batched matmul's output that oneDNN fuses into it."""
