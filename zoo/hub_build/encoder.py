@@ -14,7 +14,7 @@ import math
 import tensorflow as tf
 import tf_keras as keras
 
-from zoo.hub_build.layers import Dropout, LayerNorm
+from zoo.hub_build.layers import Dropout, LayerNorm, by_mode
 
 
 def gelu(x):
@@ -136,8 +136,7 @@ class TransformerBlock(keras.layers.Layer):
         def scaled_scores():  # inference: oneDNN fuses this scale into the batched matmul
             return tf.matmul(self._split_heads(queries, batch, seq), k, transpose_b=True) * scale
 
-        scores = scaled_scores() if training is None else tf.__internal__.smart_cond.smart_cond(
-            training, scaled_queries, scaled_scores)
+        scores = by_mode(training, scaled_queries, scaled_scores)
         probs = tf.nn.softmax(scores + attention_bias, axis=-1)
         probs = self.attention_dropout(probs, training=training)
         context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])

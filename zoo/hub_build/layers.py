@@ -14,6 +14,14 @@ import tf_keras as keras
 RANDOM_BITS = 16  # per dropped-or-kept value: two values from each 32-bit random number
 
 
+def by_mode(training, in_training, in_inference):
+    """`in_training()` or `in_inference()` as `training` says: a Python bool picks one when
+    traced, a tensor picks at run time (`tf.cond`), and None means inference."""
+    if training is None:
+        return in_inference()
+    return tf.__internal__.smart_cond.smart_cond(training, in_training, in_inference)
+
+
 class LayerNorm(keras.layers.LayerNormalization):
     """`keras.layers.LayerNormalization` over the last axis whose training computation is one
     `FusedBatchNormV3` kernel (each row a channel of a 1 x rows x width x 1 image) and its
@@ -38,11 +46,8 @@ class LayerNorm(keras.layers.LayerNormalization):
             raise ValueError(f"LayerNorm normalizes the last axis only, not {self.axis}")
 
     def call(self, inputs, training=None):
-        if training is None:
-            return super().call(inputs)
-        return tf.__internal__.smart_cond.smart_cond(
-            training, lambda: self._training_norm(inputs),
-            lambda: super(LayerNorm, self).call(inputs))
+        return by_mode(training, lambda: self._training_norm(inputs),
+                       lambda: super(LayerNorm, self).call(inputs))
 
     def _training_norm(self, inputs):
         shape = tf.shape(inputs)
@@ -87,10 +92,10 @@ class Dropout(keras.layers.Dropout):
         super().__init__(rate, seed=seed, **kwargs)
 
     def call(self, inputs, training=None):
-        if not self.rate or training is None:
+        if not self.rate:
             return tf.identity(inputs)
-        return tf.__internal__.smart_cond.smart_cond(
-            training, lambda: dropout(inputs, self.rate, self.seed), lambda: tf.identity(inputs))
+        return by_mode(training, lambda: dropout(inputs, self.rate, self.seed),
+                       lambda: tf.identity(inputs))
 
 
 def dropout(inputs, rate, seed=None):
