@@ -3,6 +3,7 @@ the MiniLM folder, the data, the timing loops (both sides use them) and the mach
 import csv
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -176,12 +177,18 @@ def train_flops_per_token(config, seq_length):
     return 3 * layers * (2 * (4 * d * d + 2 * d * d_ff) + 4 * seq_length * d)
 
 
-def timed_steps(step, batches, warmup_steps):
+def timed_steps(step, batches, warmup_steps, faults=None):
     """Runs `step(batch)` on each batch; returns the seconds of those after the first
-    `warmup_steps` (which are not timed)."""
+    `warmup_steps` (which are not timed). `faults`: a list to which the process's minor page
+    faults per timed step are appended (each a page the kernel maps for a new allocation)."""
     began = None
     for i, batch in enumerate(batches):
         if i == warmup_steps:
+            mapped = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
             began = time.perf_counter()
         step(batch)
-    return time.perf_counter() - began
+    seconds = time.perf_counter() - began
+    if faults is not None:
+        faults.append(round((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - mapped)
+                            / (len(batches) - warmup_steps)))
+    return seconds

@@ -50,9 +50,10 @@ def matmul_peak_gflops(dtype, size=2048, repeats=20):
     return 2.0 * size ** 3 * repeats / best / 1e9
 
 
-def train_seconds(model, batches, precision, warmup_steps):
+def train_seconds(model, batches, precision, warmup_steps, faults=None):
     """Seconds of the timed steps (collate, forward, backward, clipping, AdamW) over
-    `batches` of keyword inputs made by a collating function."""
+    `batches` of keyword inputs made by a collating function (`faults`: see
+    `common.timed_steps`)."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5, weight_decay=0.01)
     model.train()
 
@@ -66,7 +67,7 @@ def train_seconds(model, batches, precision, warmup_steps):
         optimizer.step()
         optimizer.zero_grad()
 
-    return timed_steps(step, batches, warmup_steps)
+    return timed_steps(step, batches, warmup_steps, faults)
 
 
 def squad_questions(path, limit):
@@ -163,7 +164,7 @@ def main():
                    transformers=__import__("transformers").__version__,
                    threads=torch.get_num_threads(), interop_threads=torch.get_num_interop_threads(),
                    precision=args.precision, attention=args.attention, compile=args.compile,
-                   warmup_steps=args.warmup_steps, seconds={})
+                   warmup_steps=args.warmup_steps, seconds={}, page_faults_per_step={})
     for padding, rows in plan.items():
         torch.manual_seed(0)
         model = model_class.from_pretrained(folder, attn_implementation=args.attention,
@@ -172,8 +173,10 @@ def main():
             model = torch.compile(model)
         batches = [lambda index=index, padding=padding: collate(index, padding)
                    for index in rows]
+        faults = []
         results["seconds"][padding] = train_seconds(model, batches, args.precision,
-                                                    args.warmup_steps)
+                                                    args.warmup_steps, faults)
+        results["page_faults_per_step"][padding] = faults[0]
     results["matmul_peak_gflops"] = round(matmul_peak_gflops(
         torch.bfloat16 if args.precision == "bf16" else torch.float32), 1)
     print(json.dumps(results))

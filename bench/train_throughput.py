@@ -15,9 +15,10 @@ setting once, the sides alternating which goes first. Each run skips the same --
 per policy and times the next --steps.
 
 Prints one JSON line per run, then a summary line: per setting and policy the median (and
-min, max) examples/s over the rounds, real (unpadded) tokens/s, MFU (model FLOPs of the
-computed, padded tokens over the matmul peak of the precision that setting used, measured by
-its own framework in the same process), and the ratios zoo / peer: fp32 against fp32 and each
+min, max) examples/s over the rounds, real (unpadded) tokens/s, minor page faults per step
+(pages the kernel mapped for new allocations), MFU (model FLOPs of the computed, padded tokens
+over the matmul peak of the precision that setting used, measured by its own framework in the
+same process), and the ratios zoo / peer: fp32 against fp32 and each
 side's best (any precision) against the other's, per policy and best policy against best. The
 machine line (CPU model, its amx / avx512_bf16 flags, git) is in every line.
 """
@@ -48,7 +49,10 @@ flags.DEFINE_integer("repeats", 3, "Rounds of runs (the median is reported).")
 flags.DEFINE_list("padding", ["fixed", "dynamic", "bucketed"], "Padding policies.")
 flags.DEFINE_list("peer_configs", ["fp32-eager", "fp32-sdpa", "bf16-sdpa"],
                   "Peer settings: PRECISION-ATTENTION[-compile].")
-flags.DEFINE_list("zoo_configs", ["fp32", "bf16"], "zoo settings: PRECISION[-fusion_off].")
+flags.DEFINE_list("zoo_configs", ["fp32", "bf16"], "zoo settings: PRECISION[-fusion_off]"
+                  "[-tfmalloc] (tfmalloc: glibc's thresholds left as TensorFlow's generator "
+                  "datasets set them, not as `zoo.train.fit` sets them back; an A/B, never "
+                  "zoo's best).")
 flags.DEFINE_string("encoder_config", None, "The encoder's zoo_build_info.json (default: the "
                     "built MiniLM's, from zoo's cache).")
 FLAGS = flags.FLAGS
@@ -74,7 +78,8 @@ def command(side, config, work):
     if side == "peer":
         return ["peer_train.py", *common, f"--attention={parts[1]}"] + (
             ["--compile"] if "compile" in parts[2:] else [])
-    return ["zoo_train.py", *common] + (["--xla_fusion=off"] if "fusion_off" in parts else [])
+    return ["zoo_train.py", *common] + (["--xla_fusion=off"] if "fusion_off" in parts else []) + (
+        ["--malloc=tensorflow"] if "tfmalloc" in parts else [])
 
 
 def token_lengths(work):
@@ -119,8 +124,11 @@ def summary(runs, plan, lengths, config):
     for one in runs:
         key = f"{one['side']}:{one['config']}"
         entry = settings.setdefault(key, dict(side=one["side"], precision=one["precision"],
-                                              runs=[], peaks=[]))
+                                              runs=[], peaks=[], faults=[]))
+        if "tfmalloc" in one["config"].split("-"):
+            entry["not_a_best"] = True  # an A/B of a setting zoo's users do not run
         entry["runs"].append(one["seconds"])
+        entry["faults"].append(one.get("page_faults_per_step", {}))
         entry["peaks"].append(one["matmul_peak_gflops"])
     for entry in settings.values():
         peak = statistics.median(entry.pop("peaks"))
@@ -134,12 +142,16 @@ def summary(runs, plan, lengths, config):
                 min=round(min(rates), 2), max=round(max(rates), 2),
                 real_tokens_per_second=round(w["real_tokens"] / middle, 1),
                 mfu=round(w["flops"] / middle / 1e9 / peak, 3))
-        del entry["runs"]
+            faults = [f[padding] for f in entry["faults"] if padding in f]
+            if faults:
+                entry[padding]["page_faults_per_step"] = statistics.median(faults)
+        del entry["runs"], entry["faults"]
     rate = lambda key, p: settings[key][p]["examples_per_second"]  # noqa: E731
 
     def best(side, padding, precision=None):
         keys = [k for k, e in settings.items() if e["side"] == side
-                and (precision is None or e["precision"] == precision)]
+                and (precision is None or e["precision"] == precision)
+                and not e.get("not_a_best")]
         return max(keys, key=lambda k: rate(k, padding)) if keys else None
 
     ratios = {}
@@ -150,7 +162,8 @@ def summary(runs, plan, lengths, config):
                 ratios[f"{name}_{padding}"] = dict(
                     ratio=round(rate(z, padding) / rate(p, padding), 3), zoo=z, peer=p)
     overall = lambda side: max(  # noqa: E731
-        ((k, p) for k, e in settings.items() if e["side"] == side for p in plan),
+        ((k, p) for k, e in settings.items() if e["side"] == side and not e.get("not_a_best")
+         for p in plan),
         key=lambda kp: rate(*kp), default=None)
     z, p = overall("zoo"), overall("peer")
     if z and p:

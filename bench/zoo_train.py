@@ -10,8 +10,8 @@ texts are packed up front with zoo's preprocessor (as the peer tokenizes up fron
 of the peer's windows, --windows_file, so both sides train on the same windows); each step is
 zoo's own training step (`zoo.steps.step_functions`: forward, loss, backward, clipping, AdamW from
 `zoo.optimizer`) on the classifier or span core of `zoo.models` with its task's loss, in
-`zoo.precision` and with `zoo.fusion` as `zoo.train.fit` runs it (fusion auto: on for fixed
-padding only). Batches are cut to their longest row except with fixed padding. The first
+`zoo.precision` and with `zoo.fusion` and `zoo.malloc` as `zoo.train.fit` runs it (fusion auto:
+on for fixed padding only). Batches are cut to their longest row except with fixed padding. The first
 --warmup_steps of each policy are not timed. Prints one JSON line: the seconds of each policy's
 timed steps, the settings, threads and the matmul peak of the precision used, measured by
 TensorFlow in the same process.
@@ -38,6 +38,9 @@ flags.DEFINE_integer("max_seq_length", 128, "Sequence length (fixed padding pads
 flags.DEFINE_integer("warmup_steps", 3, "Untimed steps at the start of each policy.")
 flags.DEFINE_enum("precision", "fp32", ["fp32", "bf16"], "zoo.precision of the steps.")
 flags.DEFINE_enum("xla_fusion", "auto", ["auto", "on", "off"], "zoo.fusion of the steps.")
+flags.DEFINE_enum("malloc", "settled", ["settled", "tensorflow"], "glibc's thresholds: "
+                  "`zoo.malloc.settle` as `zoo.train.fit` runs it, or as TensorFlow's generator "
+                  "datasets leave them (an A/B of that setting).")
 FLAGS = flags.FLAGS
 
 
@@ -67,7 +70,7 @@ def main(argv):
     del argv
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     import tf_keras as keras  # pylint: disable=import-outside-toplevel
-    from zoo import fusion, hub, models, precision  # pylint: disable=import-outside-toplevel
+    from zoo import fusion, hub, malloc, models, precision  # pylint: disable=import-outside-toplevel
     from zoo.classification import sparse_cross_entropy  # pylint: disable=import-outside-toplevel
     from zoo.data.pipeline import trim_to_longest  # pylint: disable=import-outside-toplevel
     from zoo.optimizer import create_optimizer  # pylint: disable=import-outside-toplevel
@@ -102,7 +105,8 @@ def main(argv):
                                 inter_op=tf.config.threading.get_inter_op_parallelism_threads(),
                                 cores=os.cpu_count()),
                    precision=FLAGS.precision, attention="Hub encoder (MatMul, Softmax)",
-                   warmup_steps=FLAGS.warmup_steps, xla_fusion={}, seconds={})
+                   warmup_steps=FLAGS.warmup_steps, xla_fusion={}, malloc=FLAGS.malloc,
+                   seconds={}, page_faults_per_step={})
     for padding, rows in plan.items():
         fused = fusion.resolve(FLAGS.xla_fusion, padding)
         results["xla_fusion"][padding] = fused
@@ -128,8 +132,12 @@ def main(argv):
             with fusion.scope(fused):
                 float(train_step(iterator))
 
+        if FLAGS.malloc == "settled":
+            malloc.settle()
+        faults = []
         with precision.scope(FLAGS.precision):
-            results["seconds"][padding] = timed_steps(step, rows, FLAGS.warmup_steps)
+            results["seconds"][padding] = timed_steps(step, rows, FLAGS.warmup_steps, faults)
+        results["page_faults_per_step"][padding] = faults[0]
     precision.apply(FLAGS.precision)
     results["matmul_peak_gflops"] = round(matmul_peak_gflops(), 1)
     print(json.dumps(results))

@@ -13,7 +13,7 @@ import time
 import tensorflow as tf
 from absl import logging
 
-from zoo import checkpoints, distribute, fusion, precision, progress, stages
+from zoo import checkpoints, distribute, fusion, malloc, precision, progress, stages
 from zoo.errors import UsageError
 from zoo.files import load_json, save_json
 from zoo.settings import Compute
@@ -178,6 +178,7 @@ def fit(model, optimizer, loss_fn, dataset_fn, steps_per_epoch, epochs, batch_si
     if accumulation_steps > 1 and steps_per_execution != 1:
         raise UsageError("gradient_accumulation_steps needs steps_per_execution=1")
     strategy = strategy or tf.distribute.get_strategy()
+    malloc.settle()  # after TensorFlow's generator datasets freeze glibc's thresholds
     chief = distribute.is_chief(strategy)
     write_dir = distribute.write_dir(model_dir, strategy)
     metrics = metrics or {}
