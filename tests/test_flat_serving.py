@@ -52,6 +52,22 @@ def test_tables_variables_and_captured_constants_are_served_from_the_flat_graph(
     assert loaded.tasks[0].label_names.numpy().tolist() == [b"ex", b"why"]
 
 
+def test_the_same_computation_in_two_inlined_calls_is_done_once():
+    @tf.function
+    def root(x):
+        return tf.sqrt(tf.abs(x))
+
+    class Twice(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None, 2], tf.float32, name="x")])
+        def serve(self, x):  # each call of `root` is a function of its own until inlined
+            return dict(y=root(x) + 2.0 * root(x))
+
+    flat = FlatServing(Twice())
+    ops = [node.op for node in flat._graph_def.node]  # pylint: disable=protected-access
+    assert ops.count("Sqrt") == 1 and ops.count("Abs") == 1
+    np.testing.assert_allclose(flat.serve(tf.constant([[4.0, -9.0]]))["y"].numpy(), [[6.0, 9.0]])
+
+
 def test_a_resource_the_module_does_not_own_is_an_error():
     with pytest.raises(ValueError, match="reads a resource .* that no object of the serving "
                        "module owns"):

@@ -6,9 +6,12 @@ brings the object graph of everything it reaches: the Keras core with every laye
 encoder and preprocessor with their own saved functions (about 320 functions and 1,300 objects
 for a MiniLM classifier; TensorFlow turns each function back into a Python graph when it loads).
 `FlatServing` saves instead one function per signature: the serving function with every call
-inlined (Grappler's function inlining, then pruning and removal of the pass-through nodes it
-leaves; no rewrite that changes the arithmetic), reading the same variables and lookup tables,
-which the export tracks in a plain list. The signature's inputs and outputs do not change.
+inlined (Grappler's function inlining, then pruning, merging of nodes that compute the same
+thing, such as the shape arithmetic each inlined layer repeats, and removal of the pass-through
+nodes left; no rewrite that changes the arithmetic), reading the same variables and lookup
+tables, which the export tracks in a plain list. The signature's inputs and outputs do not
+change. The merging takes a MiniLM classifier's graph from about 1,780 nodes to 1,250, which
+TensorFlow then converts and optimizes at load and first call in less time.
 """
 import tensorflow as tf
 from tensorflow.python.trackable import resource
@@ -34,10 +37,12 @@ def _handle(owner):
 
 def flat_graph(concrete, keep):
     """The graph of `concrete` (a ConcreteFunction) with every function call inlined (control
-    flow lowered to Switch/Merge), unused nodes pruned and Identity/NoOp chains removed;
+    flow lowered to Switch/Merge), unused nodes pruned, common subexpressions merged and
+    Identity/NoOp chains removed;
     `keep`: the node names it must keep (inputs, outputs)."""
     graph_def = grappler.optimize(concrete.graph.as_graph_def(), keep,
-                                  optimizers=["function", "pruning", "dependency"],
+                                  optimizers=["function", "pruning",
+                                              "common_subgraph_elimination", "dependency"],
                                   function_optimization=grappler.RewriterConfig.AGGRESSIVE)
     if graph_def.library.function:
         raise ValueError(f"{concrete.name}: Grappler left {len(graph_def.library.function)} "
