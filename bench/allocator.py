@@ -13,13 +13,13 @@ large tensor of every step be a fresh mmap and munmap. The same fixed-shape trai
   none       no generator dataset runs
   patched    a generator dataset runs before the first step (TensorFlow's setting)
   restored   the same, then glibc's thresholds are set where its dynamic threshold settles
-             (mmap 32 MB, trim 64 MB: `restore_allocator`)
+             (mmap 32 MB, trim 64 MB: `zoo.malloc.settle`, as `zoo.train.fit` does)
 
-and one JSON line gives each kind's median step time over its processes and the ratios. zoo
-does not change the allocator: on the CPUs measured so far (BENCHMARKS.md) the setting costs
-nothing; a ratio patched/restored well above 1 on another machine would be the reason to.
+and one JSON line gives each kind's median step time over its processes and the ratios. On the
+family 26 EPYC these SQuAD-shaped steps showed no difference; on a Zen 4 EPYC bucketed bf16
+MRPC steps did (`bench/train_throughput.py`, zoo config `bf16-tfmalloc`; BENCHMARKS.md), and
+`zoo.train.fit` now sets the thresholds back.
 """
-import ctypes
 import json
 import os
 import statistics
@@ -42,31 +42,19 @@ flags.DEFINE_enum("child", None, KINDS, "(internal) time one process of this kin
 FLAGS = flags.FLAGS
 
 
-def restore_allocator():
-    """glibc's mmap and trim thresholds where its dynamic threshold settles on 64-bit (32 MB,
-    twice that); False where glibc's `mallopt` is missing or refuses."""
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return False
-    mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
-    m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's malloc.h
-    return bool(mallopt(m_mmap_threshold, 32 << 20)) and bool(mallopt(m_trim_threshold, 64 << 20))
-
-
 def child(kind):
     """Step times of one process of `kind`."""
     import numpy as np  # pylint: disable=import-outside-toplevel
     import zoo  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     import tf_keras as keras  # pylint: disable=import-outside-toplevel
-    from zoo import hub  # pylint: disable=import-outside-toplevel
+    from zoo import hub, malloc  # pylint: disable=import-outside-toplevel
     from zoo.models import span_core  # pylint: disable=import-outside-toplevel
 
     if kind != "none":
         list(tf.data.Dataset.from_generator(lambda: iter([1, 2]),
                                             output_signature=tf.TensorSpec([], tf.int32)))
-    if kind == "restored" and not restore_allocator():
+    if kind == "restored" and not malloc.settle():
         raise SystemExit("glibc's mallopt is not available here")
     encoder, _ = hub.resolve_handles(FLAGS.encoder, None)
     core = span_core(encoder)
