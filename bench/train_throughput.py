@@ -18,9 +18,9 @@ Prints one JSON line per run, then a summary line: per setting and policy the me
 min, max) examples/s over the rounds, real (unpadded) tokens/s, minor page faults per step
 (pages the kernel mapped for new allocations), MFU (model FLOPs of the computed, padded tokens
 over the matmul peak of the precision that setting used, measured by its own framework in the
-same process), and the ratios zoo / peer: fp32 against fp32 and each
-side's best (any precision) against the other's, per policy and best policy against best. The
-machine line (CPU model, its amx / avx512_bf16 flags, git) is in every line.
+same process), and the ratios zoo / peer: fp32 against fp32 and each side's best (any
+precision) against the other's, per policy and best policy against best. The machine line (CPU
+model, its amx / avx512_bf16 flags, git) is in every line.
 """
 import json
 import os

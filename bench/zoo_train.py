@@ -11,10 +11,10 @@ of the peer's windows, --windows_file, so both sides train on the same windows);
 zoo's own training step (`zoo.steps.step_functions`: forward, loss, backward, clipping, AdamW from
 `zoo.optimizer`) on the classifier or span core of `zoo.models` with its task's loss, in
 `zoo.precision` and with `zoo.fusion` and `zoo.malloc` as `zoo.train.fit` runs it (fusion auto:
-on for fixed padding only). Batches are cut to their longest row except with fixed padding. The first
---warmup_steps of each policy are not timed. Prints one JSON line: the seconds of each policy's
-timed steps, the settings, threads and the matmul peak of the precision used, measured by
-TensorFlow in the same process.
+on for fixed padding only). Batches are cut to their longest row except with fixed padding. The
+first --warmup_steps of each policy are not timed. Prints one JSON line: the seconds and the
+page faults of each policy's timed steps, the settings, threads and the matmul peak of the
+precision used, measured by TensorFlow in the same process.
 """
 import json
 import os
@@ -70,7 +70,8 @@ def main(argv):
     del argv
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     import tf_keras as keras  # pylint: disable=import-outside-toplevel
-    from zoo import fusion, hub, malloc, models, precision  # pylint: disable=import-outside-toplevel
+    # pylint: disable-next=import-outside-toplevel
+    from zoo import fusion, hub, malloc, models, precision
     from zoo.classification import sparse_cross_entropy  # pylint: disable=import-outside-toplevel
     from zoo.data.pipeline import trim_to_longest  # pylint: disable=import-outside-toplevel
     from zoo.optimizer import create_optimizer  # pylint: disable=import-outside-toplevel

@@ -6,8 +6,8 @@ zoo training pipeline uses), TensorFlow sets glibc's M_TRIM_THRESHOLD to 128 KB 
 otherwise does, so the threshold stays where it happened to be, often its initial 128 KB. Every
 larger block is then a fresh `mmap` and `munmap`: each activation, gradient and cast of a
 training step, whose pages the kernel maps anew (a page fault per 4 KB) on every step. A bf16
-MRPC step of MiniLM took about 20,000 page faults instead of 4,000, and was about 5% slower
-(BENCHMARKS.md, training).
+MRPC step of MiniLM on a Zen 4 EPYC took about 17,000 page faults instead of under 1,000, and
+was 2 to 9% slower (BENCHMARKS.md, training, 7th run).
 
 `settle` sets the mmap threshold to 32 MB, where glibc's own dynamic threshold stops rising on
 a 64-bit machine, and the trim threshold to twice that, as glibc keeps them: larger blocks are
@@ -31,7 +31,7 @@ def _mallopt():
         libc = ctypes.CDLL(None)
         libc.gnu_get_libc_version  # pylint: disable=pointless-statement  (glibc only)
         mallopt = libc.mallopt
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # TypeError: no CDLL(None) on Windows
         return None
     mallopt.argtypes, mallopt.restype = (ctypes.c_int, ctypes.c_int), ctypes.c_int
     return mallopt
