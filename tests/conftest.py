@@ -8,8 +8,17 @@ import zoo  # noqa: F401  (selects tf_keras before TensorFlow is imported)
 
 @pytest.fixture(scope="session", autouse=True)
 def zoo_cache(tmp_path_factory):
-    """Every test uses a fresh cache directory, never the user's ~/.cache/zoo."""
-    path = str(tmp_path_factory.mktemp("zoo_cache"))
+    """Every test session uses a fresh cache directory, never the user's ~/.cache/zoo.
+
+    Under pytest-xdist the session's workers share one (beside their own temporary folders), so
+    each model is built once, not once per worker: `zoo.hub.ensure_built` locks the build, and a
+    build is moved into place only when complete.
+    """
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # this run's folder, shared by its workers
+    path = str(root / "zoo_cache")
+    os.makedirs(path, exist_ok=True)
     old = os.environ.get("ZOO_CACHE_DIR")
     os.environ["ZOO_CACHE_DIR"] = path
     yield path

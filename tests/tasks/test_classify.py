@@ -148,7 +148,7 @@ def test_flagfile_reruns_with_the_saved_flags(trained, data):
 
 def test_a_killed_run_resumes_from_its_checkpoint(data, tiny_hub, tmp_path):
     model_dir = tmp_path / "model"
-    big = _write_csv(tmp_path / "big.csv", 600, 9)
+    big = _write_csv(tmp_path / "big.csv", 300, 9)
     args = [sys.executable, "-m", "tasks.classify.train", "--encoder_handle=tiny",
             f"--model_dir={model_dir}", "--text_column=tweet", "--label_column=sentiment",
             f"--train_file={big}", "--mode=train", "--train_batch_size=4", "--num_train_epochs=2",
@@ -164,12 +164,12 @@ def test_a_killed_run_resumes_from_its_checkpoint(data, tiny_hub, tmp_path):
     process.send_signal(signal.SIGKILL)
     process.wait(timeout=60)
     done_before = int(tf.train.latest_checkpoint(str(checkpoint_dir)).rsplit("-", 1)[1])
-    assert 0 < done_before < 300
+    assert 0 < done_before < 150
     result = run_module("tasks.classify.train", *args[3:])
     assert result.returncode == 0, result.stderr[-3000:]
     timing = json.load(open(model_dir / "train_results.json"))
-    assert timing["steps"] == 300 - done_before  # only the rest was trained
-    assert tf.train.latest_checkpoint(str(checkpoint_dir)).endswith("-300")
+    assert timing["steps"] == 150 - done_before  # only the rest was trained
+    assert tf.train.latest_checkpoint(str(checkpoint_dir)).endswith("-150")
 
 
 def _two_class_csv(path, n, seed, raw=("-1", "1")):
@@ -189,13 +189,13 @@ def _two_class_csv(path, n, seed, raw=("-1", "1")):
 @pytest.mark.skipif(not {"amx_bf16", "avx512_bf16"} & precision.cpu_flags(),
                     reason="this CPU has no bf16 instructions (amx_bf16, avx512_bf16)")
 def test_bf16_training_end_to_end(tmp_path, tiny_hub):
-    """--precision=bf16 forced on any CPU with bf16 instructions (AMX or AVX512_BF16; auto picks
-    it only with AMX): the run trains in bf16, learns, and evaluates in bf16 as asked."""
+    """--precision=bf16 asked for on a CPU with bf16 instructions (AMX or AVX512_BF16, where auto
+    picks it too): the run trains in bf16, learns, and evaluates in bf16 as asked."""
     model_dir = str(tmp_path / "model")
     result = _classify(model_dir, "--mode=train_and_eval", "--precision=bf16",
-                       f"--train_file={_two_class_csv(tmp_path / 'train.csv', 64, 1)}",
+                       f"--train_file={_two_class_csv(tmp_path / 'train.csv', 192, 1)}",
                        f"--eval_file={_two_class_csv(tmp_path / 'dev.csv', 16, 2)}",
-                       "--num_train_epochs=6", "--learning_rate=3e-3", "--warmup_proportion=0.05")
+                       "--num_train_epochs=2", "--learning_rate=3e-3", "--warmup_proportion=0.05")
     assert result.returncode == 0, result.stderr[-3000:]
     timing = json.load(open(os.path.join(model_dir, "train_results.json")))
     assert timing["precision"] == "bf16"
@@ -209,11 +209,11 @@ def test_a_label_map_whose_names_are_other_raw_labels(tmp_path, tiny_hub, raw, l
     (before, raw "1" took the id of the name "1", and the swap undid itself)."""
     names = dict(item.split(":") for item in label_map.split(","))
     model_dir = str(tmp_path / "model")
-    train_file = _two_class_csv(tmp_path / "train.csv", 64, 1, raw)
+    train_file = _two_class_csv(tmp_path / "train.csv", 192, 1, raw)  # 48 steps in 2 epochs
     dev_file = _two_class_csv(tmp_path / "dev.csv", 16, 2, raw)
     result = _classify(model_dir, "--mode=train_and_eval", f"--train_file={train_file}",
                        f"--eval_file={dev_file}", f"--label_map={label_map}",
-                       "--num_train_epochs=6", "--learning_rate=3e-3", "--warmup_proportion=0.05",
+                       "--num_train_epochs=2", "--learning_rate=3e-3", "--warmup_proportion=0.05",
                        f"--export_dir={model_dir}/export/1")
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.load(open(os.path.join(model_dir, "eval_results.json")))["accuracy"] == 1.0

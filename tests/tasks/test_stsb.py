@@ -46,13 +46,13 @@ def trained(tmp_path_factory, tiny_hub):
     root = tmp_path_factory.mktemp("stsb")
     data = root / "data"
     data.mkdir()
-    _write(data / "train.tsv", _pairs(160, 1))
+    _write(data / "train.tsv", _pairs(480, 1))  # 120 steps in 4 epochs, 4 evaluations
     _write(data / "dev.tsv", _pairs(40, 2))
     _write(data / "test.tsv", _pairs(12, 3), labelled=False)
     model_dir = str(root / "model")
     result = run_module("tasks.stsb.train", f"--data_dir={data}", f"--model_dir={model_dir}",
                         "--encoder_handle=tiny", "--max_seq_length=32", "--train_batch_size=16",
-                        "--num_train_epochs=12", "--learning_rate=3e-3",
+                        "--num_train_epochs=4", "--learning_rate=3e-3",
                         "--warmup_proportion=0.05", f"--export_dir={model_dir}/export/1")
     assert result.returncode == 0, result.stderr[-3000:]
     return dict(model_dir=model_dir, data=data)
