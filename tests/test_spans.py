@@ -19,12 +19,13 @@ def _window(char_spans=TOKENS, max_context=None, seq=8):
 
 
 def _best(windows, start_logits, end_logits, example=None, n_best_size=20,
-          max_answer_length=30):
+          max_answer_length=30, input_mask=None):
     """merge_candidates(window_candidates(...)) as the export and predict run them."""
     starts, ends, context = (np.stack(parts) for parts in zip(*windows))
+    input_mask = np.ones(starts.shape, np.int32) if input_mask is None else np.array(input_mask)
     found, null = spans.window_candidates(
         tf.constant(np.array(start_logits, np.float32)), tf.constant(np.array(end_logits, np.float32)),
-        starts, ends, context, n_best_size, max_answer_length)
+        input_mask, starts, ends, context, n_best_size, max_answer_length)
     example = np.zeros(len(windows), np.int64) if example is None else np.array(example)
     merged = spans.merge_candidates(found, null, example, int(example.max()) + 1, n_best_size)
     return {k: v.numpy() for k, v in merged.items()}
@@ -45,6 +46,21 @@ def test_best_span_across_windows_and_nbest():
     assert [e["probability"] for e in entries] == sorted([e["probability"] for e in entries],
                                                          reverse=True)
     assert entries[0]["start_logit"] == 3.0 and entries[0]["end_logit"] == 3.0
+
+
+def test_padding_gives_no_candidate_however_high_its_logits():
+    """Padding positions (mask 0; the encoder computes nothing there in inference, so their
+    logits are the head's bias alone) never fill the n-best start and end candidates."""
+    start, end = np.zeros(10), np.zeros(10)
+    start[4], end[5] = 1.0, 1.0  # "beta gamma"
+    start[8:], end[8:] = 5.0, 5.0  # padding
+    mask = [[1] * 8 + [0] * 2]
+    merged = _best([_window(seq=10)], [start], [end], n_best_size=2, input_mask=mask)
+    assert spans.nbest_entries(CONTEXT, merged, 0)[0]["text"] == "beta gamma"
+    # the same logits with positions 8 and 9 real (but outside the context): no span is found
+    # among the two best starts and ends
+    unmasked = _best([_window(seq=10)], [start], [end], n_best_size=2)
+    assert spans.nbest_entries(CONTEXT, unmasked, 0)[0]["text"] == ""
 
 
 def test_length_limit_max_context_and_empty_answers():

@@ -136,8 +136,9 @@ class SpanServing(tf.Module):
             outputs = core({k: windows[k] for k in ("input_word_ids", "input_mask",
                                                     "input_type_ids")}, training=False)
             candidates, null_score = spans.window_candidates(
-                outputs["start_logits"], outputs["end_logits"], windows["char_start"],
-                windows["char_end"], windows["max_context"], n_best_size, max_answer_length)
+                outputs["start_logits"], outputs["end_logits"], windows["input_mask"],
+                windows["char_start"], windows["char_end"], windows["max_context"], n_best_size,
+                max_answer_length)
             best = spans.merge_candidates(candidates, null_score, windows["example"],
                                           tf.size(question, out_type=tf.int64), n_best_size)
             score = best["score"][:, 0]

@@ -2,7 +2,9 @@
 
 One implementation for `--mode=predict`, evaluation and the exported model, so they agree by
 construction. As in Google BERT's `write_predictions`:
-- per window, the `n_best` highest start and end logits give the candidate spans; a span counts
+- per window, the `n_best` highest start and end logits of its real tokens (padding, which a
+  window of a padded batch has and where the encoder may compute nothing, never counts) give the
+  candidate spans; a span counts
   if both ends are context tokens, its start is a max-context token of the window
   (`zoo.data.squad_windows`), it does not end before it starts and is at most
   `max_answer_length` tokens long; its score is start logit + end logit;
@@ -17,10 +19,13 @@ import tensorflow as tf
 FIELDS = ("score", "start_logit", "end_logit", "char_start", "char_end")
 
 
-def window_candidates(start_logits, end_logits, char_start, char_end, max_context, n_best,
-                      max_answer_length):
+def window_candidates(start_logits, end_logits, input_mask, char_start, char_end, max_context,
+                      n_best, max_answer_length):
     """Per window `[windows, n_best]`: the `FIELDS` of its best valid spans (score -inf where
-    there are fewer), and its `null_score` `[windows]`."""
+    there are fewer), and its `null_score` `[windows]`. `input_mask` is 0 at padding."""
+    real = tf.cast(input_mask, tf.bool)
+    start_logits = tf.where(real, start_logits, -np.inf)
+    end_logits = tf.where(real, end_logits, -np.inf)
     k = tf.minimum(n_best, tf.shape(start_logits)[1])
     starts = tf.math.top_k(start_logits, k)
     ends = tf.math.top_k(end_logits, k)

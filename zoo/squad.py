@@ -155,8 +155,9 @@ class Squad(runner.Task):
             inputs, meta = batch
             outputs = core(inputs, training=False)
             found, null_score = spans.window_candidates(
-                outputs["start_logits"], outputs["end_logits"], meta["char_start"],
-                meta["char_end"], meta["max_context"], s.n_best_size, s.max_answer_length)
+                outputs["start_logits"], outputs["end_logits"], inputs["input_mask"],
+                meta["char_start"], meta["char_end"], meta["max_context"], s.n_best_size,
+                s.max_answer_length)
             return dict(found, null_score=null_score, index=meta["index"],
                         windows=meta["windows"])
 

@@ -28,7 +28,8 @@ BUILD_INFO = "zoo_build_info.json"
 # GELU computed through erf (`encoder.gelu`), not erfc. 5: training's layer norm and dropout
 # kernels of `zoo.hub_build.layers`, and the attention's queries scaled instead of its scores.
 # 6: that scaling in training only; inference scales the scores again (oneDNN fuses it there).
-BUILD_FORMAT = 6
+# 7: inference computes the real tokens alone (`encoder.Packing`); zeros at padding positions.
+BUILD_FORMAT = 7
 
 
 def minilm_folder():

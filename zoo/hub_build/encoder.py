@@ -7,6 +7,14 @@ Inputs: a dict of int32 `[batch, seq]` tensors `input_word_ids`, `input_mask`, `
 Outputs: a dict with `pooled_output` `[batch, hidden]`, `sequence_output` `[batch, seq, hidden]`,
 `encoder_outputs` (a list with one `[batch, seq, hidden]` tensor per layer) and `default`
 (= `pooled_output`).
+
+In inference the encoder computes the real tokens only (`input_mask` 1): their rows are packed
+into one `[tokens, hidden]` matrix for every dense layer, layer norm and residual, and spread
+back to `[batch, seq]` only for the attention's batched matmuls (`Packing`): on SST-2 dev in
+batches of 64, 24% fewer rows than the padded batch when sorted by length, 51% in file order.
+The outputs at padding positions are zeros (a padded BERT computes values there that nothing
+may read: attention and pooling ignore them). Training keeps the padded computation: XLA fusion
+compiles a step per shape, and a packed batch has a new shape at every step.
 """
 import dataclasses
 import math
@@ -86,12 +94,48 @@ class BertEmbeddings(keras.layers.Layer):
             initializer=_init(config))
         super().build(input_shape)
 
-    def call(self, word_ids, type_ids, training=None):
-        seq_length = tf.shape(word_ids)[1]
+    def call(self, word_ids, type_ids, position_ids=None, training=None):
+        """`[tokens, hidden]` embeddings of `word_ids` and `type_ids`: `[batch, seq]` at positions
+        0 to seq - 1 (tokens = batch * seq), or `[tokens]` at `position_ids`."""
         x = tf.gather(self.word_embeddings, word_ids)
         x += tf.gather(self.type_embeddings, type_ids)
-        x += self.position_embeddings[tf.newaxis, :seq_length]
+        if position_ids is None:
+            x += self.position_embeddings[tf.newaxis, :tf.shape(word_ids)[1]]
+        else:
+            x += tf.gather(self.position_embeddings, position_ids)
+        x = tf.reshape(x, [-1, self.config.hidden_size])
         return self.dropout(self.layer_norm(x), training=training)
+
+
+class Packing:
+    """Where the real tokens of a `[batch, seq]` mask are, to compute them alone.
+
+    The packed rows are the real tokens in order, then one spare row (a copy of the first
+    position's token), so that every padding position has a row to read and a batch with no
+    real token still has one.
+
+    Attributes:
+        positions: int64 `[tokens + 1]`, each packed row's index into the flattened
+            `[batch * seq]` positions (the spare row's: 0).
+        rows: int64 `[batch * seq]`, each position's packed row (padding: the spare row).
+        real: `[batch * seq, 1]` of 1 at a real token, 0 at padding.
+    """
+
+    def __init__(self, mask, dtype):
+        real = tf.reshape(mask, [-1]) > 0
+        positions = tf.where(real)[:, 0]
+        self.positions = tf.concat([positions, tf.zeros([1], tf.int64)], 0)
+        self.rows = tf.where(real, tf.cumsum(tf.cast(real, tf.int64), exclusive=True),
+                             tf.size(positions, out_type=tf.int64))
+        self.real = tf.cast(real, dtype)[:, tf.newaxis]
+
+    def pack(self, padded):
+        """`[batch * seq, ...]` -> `[tokens + 1, ...]`."""
+        return tf.gather(padded, self.positions)
+
+    def spread(self, packed):
+        """`[tokens + 1, ...]` -> `[batch * seq, ...]`; padding positions get the spare row."""
+        return tf.gather(packed, self.rows)
 
 
 class TransformerBlock(keras.layers.Layer):
@@ -122,12 +166,14 @@ class TransformerBlock(keras.layers.Layer):
         x = tf.reshape(x, [batch, seq, self.num_heads, self.head_size])
         return tf.transpose(x, [0, 2, 1, 3])
 
-    def call(self, x, attention_bias, batch, seq, training=None):
-        """`x`: `[batch * seq, hidden]`. Activations stay 2-D between layers, so every dense
-        layer is one MatMul + BiasAdd (which oneDNN fuses) rather than Keras' 3-D Tensordot."""
-        queries = self.query(x)
-        k = self._split_heads(self.key(x), batch, seq)
-        v = self._split_heads(self.value(x), batch, seq)
+    def call(self, x, attention_bias, batch, seq, packing=None, training=None):
+        """`x`: `[batch * seq, hidden]`, or with a `Packing` its packed rows. Activations stay
+        2-D between layers, so every dense layer is one MatMul + BiasAdd (which oneDNN fuses)
+        rather than Keras' 3-D Tensordot."""
+        spread = (lambda t: t) if packing is None else packing.spread
+        queries = spread(self.query(x))
+        k = self._split_heads(spread(self.key(x)), batch, seq)
+        v = self._split_heads(spread(self.value(x)), batch, seq)
         scale = 1.0 / math.sqrt(self.head_size)
 
         def scaled_queries():  # training: [batch * seq, hidden] values to scale, both ways
@@ -141,6 +187,8 @@ class TransformerBlock(keras.layers.Layer):
         probs = self.attention_dropout(probs, training=training)
         context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])
         context = tf.reshape(context, [batch * seq, self.num_heads * self.head_size])
+        if packing is not None:
+            context = packing.pack(context)
         attended = self.hidden_dropout(self.attention_output(context), training=training)
         x = self.attention_layer_norm(x + attended)
         ffn = self.output_dense(self.activation(self.intermediate(x)))
@@ -165,18 +213,40 @@ class BertEncoder(keras.layers.Layer):
         mask = tf.cast(inputs["input_mask"], self.compute_dtype)
         # Padding keys get a large negative bias, so softmax gives them zero weight.
         attention_bias = (1.0 - mask[:, tf.newaxis, tf.newaxis, :]) * -1e9
-        x = self.embeddings(word_ids, inputs["input_type_ids"], training=training)
         batch, seq = tf.shape(word_ids)[0], tf.shape(word_ids)[1]
         hidden = self.config.hidden_size
-        x = tf.reshape(x, [batch * seq, hidden])
-        encoder_outputs = []
-        for block in self.blocks:
-            x = block(x, attention_bias, batch, seq, training=training)
-            encoder_outputs.append(tf.reshape(x, [batch, seq, hidden]))
+        encoder_outputs = by_mode(
+            training, lambda: self._padded(inputs, attention_bias, batch, seq, training),
+            lambda: self._packed(inputs, attention_bias, batch, seq))
+        encoder_outputs = [tf.reshape(x, [batch, seq, hidden]) for x in encoder_outputs]
         x = encoder_outputs[-1]
         pooled = self.pooler(x[:, 0, :])
         return dict(pooled_output=pooled, sequence_output=x,
                     encoder_outputs=encoder_outputs, default=pooled)
+
+    def _padded(self, inputs, attention_bias, batch, seq, training):
+        """Each layer's `[batch * seq, hidden]` output, every position computed."""
+        x = self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"],
+                            training=training)
+        outputs = []
+        for block in self.blocks:
+            x = block(x, attention_bias, batch, seq, training=training)
+            outputs.append(x)
+        return outputs
+
+    def _packed(self, inputs, attention_bias, batch, seq):
+        """Each layer's `[batch * seq, hidden]` output in inference, the real tokens alone
+        computed (`Packing`); zeros at padding."""
+        packing = Packing(inputs["input_mask"], self.compute_dtype)
+        flat = lambda t: packing.pack(tf.reshape(t, [-1]))  # noqa: E731
+        x = self.embeddings(flat(inputs["input_word_ids"]), flat(inputs["input_type_ids"]),
+                            position_ids=packing.positions % tf.cast(seq, tf.int64),
+                            training=False)
+        outputs = []
+        for block in self.blocks:
+            x = block(x, attention_bias, batch, seq, packing=packing, training=False)
+            outputs.append(packing.spread(x) * packing.real)
+        return outputs
 
     def get_config(self):
         return dict(super().get_config(), config=dataclasses.asdict(self.config))
