@@ -17,7 +17,9 @@ framework), the load (export, or checkpoint and tokenizer) and the first call; t
 is used as its users use it in Python: zoo through `zoo.serving`, the peer through
 transformers' classes.
 
-Prints one JSON line per run, then a summary: per setting the median over rounds (min, max) of
+Prints one JSON line per run, then a summary: the real and padded tokens of each batch size and
+policy (`tokens`: zoo's encoder computes the real ones alone, the peer the padded batch), per
+setting the median over rounds (min, max) of
 every figure, and the ratios zoo / peer: the best batched rate of each precision against the
 other side's of the same precision, best against best (any precision, batch size and policy),
 the best batch-1 p50 and the best time to a first prediction (lower is better for both: a ratio
@@ -32,7 +34,8 @@ import time
 
 from absl import app, flags
 
-from common import BENCH, last_json, machine, run_script, serving_env
+from common import (BENCH, inference_groups, last_json, machine, run_script, serving_env,
+                    sst2_sentences)
 
 ROOT = os.path.dirname(BENCH)
 flags.DEFINE_string("data_dir", os.path.join(ROOT, "..", "shared", "data", "sst2"),
@@ -52,6 +55,7 @@ flags.DEFINE_list("peer_configs", ["fp32-sdpa", "bf16-sdpa", "bf16-sdpa-compile"
 flags.DEFINE_list("zoo_configs", ["fp32", "bf16"], "zoo export precisions.")
 flags.DEFINE_string("write_exports", None, "(internal) write the exports under this folder.")
 FLAGS = flags.FLAGS
+TOKENS_FILE = "tokens.json"  # beside the exports: `token_counts`
 
 
 def write_exports(folder):
@@ -72,12 +76,34 @@ def write_exports(folder):
         core = models.classifier_core(encoder, 2, pooling="mean")
         packer = models.TextPacker(preprocessor, FLAGS.max_seq_length)
         labels = ["negative", "positive"]
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, TOKENS_FILE), "w", encoding="utf-8") as f:
+        json.dump(token_counts(packer), f)
     for precision in FLAGS.zoo_configs:
         serving = frozen_core.serving_core(core, precision)
         for trim in [True] + ([False] if "fixed" in FLAGS.policies else []):
             name = precision if trim else f"{precision}_fixed"
             export.export_classifier(os.path.join(folder, name), serving, packer, labels,
                                      trim_padding=trim)
+
+
+def token_counts(packer):
+    """{batch_B_POLICY: {real, padded}}: the tokens of the batches both sides take, as zoo's
+    preprocessor cuts them ([CLS] and [SEP] included): `real` the rows' own, `padded` rows x
+    the batch's longest (--max_seq_length for fixed), what a padded batch computes."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    texts = sst2_sentences(os.path.join(FLAGS.data_dir, "dev.tsv"))
+    counts = {}
+    for batch_size in FLAGS.batch_sizes:
+        for policy in FLAGS.policies:
+            real = padded = 0
+            for group in inference_groups(texts, int(batch_size), policy):
+                lengths = tf.reduce_sum(packer(tf.constant(group))["input_mask"], 1).numpy()
+                real += int(lengths.sum())
+                padded += len(group) * (FLAGS.max_seq_length if policy == "fixed"
+                                        else int(lengths.max()))
+            counts[f"batch_{batch_size}_{policy}"] = dict(real=real, padded=padded)
+    return counts
 
 
 def command(side, config, exports):
@@ -169,7 +195,8 @@ def main(argv):
     del argv
     if FLAGS.write_exports:
         write_exports(FLAGS.write_exports)
-        print(json.dumps(dict(exports=sorted(os.listdir(FLAGS.write_exports)))))
+        print(json.dumps(dict(exports=sorted(name for name in os.listdir(FLAGS.write_exports)
+                                             if name != TOKENS_FILE))))
         return
     where = machine(ROOT)
     runs = []
@@ -177,8 +204,11 @@ def main(argv):
         flags_now = [f"--{name}={','.join(value) if isinstance(value, list) else value}"
                      for name, value in FLAGS.flag_values_dict().items()
                      if name in ("model_dir", "encoder_handle", "max_seq_length", "policies",
-                                 "zoo_configs") and value is not None]
+                                 "zoo_configs", "data_dir", "batch_sizes")
+                     and value is not None]
         run([os.path.abspath(__file__), f"--write_exports={exports}", *flags_now])
+        with open(os.path.join(exports, TOKENS_FILE), encoding="utf-8") as f:
+            tokens = json.load(f)
         sides = [("peer", c) for c in FLAGS.peer_configs] + [("zoo", c) for c in FLAGS.zoo_configs]
         for round_ in range(FLAGS.rounds):
             for side, config in (sides if round_ % 2 == 0 else sides[::-1]):
@@ -192,7 +222,8 @@ def main(argv):
                 runs.append(one)
     print(json.dumps(dict(summary="inference", machine=where, data="SST-2 dev",
                           max_seq_length=FLAGS.max_seq_length, rounds=FLAGS.rounds,
-                          repeats=FLAGS.repeats, model_dir=FLAGS.model_dir, **summary(runs))),
+                          repeats=FLAGS.repeats, model_dir=FLAGS.model_dir, tokens=tokens,
+                          **summary(runs))),
           flush=True)
 
 
