@@ -228,11 +228,7 @@ class BertEncoder(keras.layers.Layer):
         """Each layer's `[batch * seq, hidden]` output, every position computed."""
         x = self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"],
                             training=training)
-        outputs = []
-        for block in self.blocks:
-            x = block(x, attention_bias, batch, seq, training=training)
-            outputs.append(x)
-        return outputs
+        return self._layers(x, attention_bias, batch, seq, None, training)
 
     def _packed(self, inputs, attention_bias, batch, seq):
         """Each layer's `[batch * seq, hidden]` output in inference, the real tokens alone
@@ -242,10 +238,15 @@ class BertEncoder(keras.layers.Layer):
         x = self.embeddings(flat(inputs["input_word_ids"]), flat(inputs["input_type_ids"]),
                             position_ids=packing.positions % tf.cast(seq, tf.int64),
                             training=False)
+        return self._layers(x, attention_bias, batch, seq, packing, False)
+
+    def _layers(self, x, attention_bias, batch, seq, packing, training):
+        """The blocks on embeddings `x`; each one's output, spread to `[batch * seq, hidden]`
+        (zeros at padding) when `packing` says which rows `x` holds."""
         outputs = []
         for block in self.blocks:
-            x = block(x, attention_bias, batch, seq, packing=packing, training=False)
-            outputs.append(packing.spread(x) * packing.real)
+            x = block(x, attention_bias, batch, seq, packing=packing, training=training)
+            outputs.append(x if packing is None else packing.spread(x) * packing.real)
         return outputs
 
     def get_config(self):
