@@ -111,6 +111,11 @@ def test_an_update_is_one_kernel_unless_xla_compiles_it(jit):
     graph = step.get_concrete_function(tf.TensorSpec([4, 4])).graph
     kernels = [op for op in graph.get_operations() if op.type == "ResourceApplyAdam"]
     assert len(kernels) == (0 if jit else 2)
+    if not jit:  # the weight decay: one multiplication by 1 - rate x decay, assigned
+        subtracted = [op for op in graph.get_operations() if op.type == "AssignSubVariableOp"]
+        assigned = [op for op in graph.get_operations()
+                    if op.type == "AssignVariableOp" and op.name.startswith("AdamW/")]
+        assert not subtracted and len(assigned) == 2
 
 
 @pytest.mark.parametrize("compiled", [False, True])

@@ -120,8 +120,10 @@ class HeadAdamW(keras.optimizers.AdamW):
                 self._fused_step(gradient, variable)
 
     def _fused_step(self, gradient, variable):
-        """`keras.optimizers.AdamW.update_step` (the weight decay is applied apart, before it)
-        as one TensorFlow kernel, `ResourceApplyAdam`, which computes the same m, v and step:
+        """`keras.optimizers.AdamW`'s weight decay and `update_step` in two kernels: the decay
+        as one multiplication by 1 - rate x decay (PyTorch's form; Keras makes three passes
+        over the variable, two multiplications and a subtraction), then `ResourceApplyAdam`,
+        which computes the same m, v and step:
         Keras runs it as a dozen elementwise ops, each a pass over the variable and its moments,
         which made the update a large part of a training step without XLA. A sparse gradient
         (an embedding lookup's, its rows summed by Keras first) is made dense: Keras's sparse
@@ -130,16 +132,21 @@ class HeadAdamW(keras.optimizers.AdamW):
         dtype = variable.dtype
         step = tf.cast(self.iterations + 1, dtype)
         index = self._index_dict[self._var_key(variable)]
+        rate = tf.cast(self.learning_rate, dtype)
+        if self.weight_decay is not None and self._use_weight_decay(variable):
+            variable.assign(variable * (1.0 - rate * tf.cast(self.weight_decay, dtype)))
         tf.raw_ops.ResourceApplyAdam(
             var=variable.handle, m=self._momentums[index].handle,
             v=self._velocities[index].handle,
             beta1_power=tf.pow(tf.cast(self.beta_1, dtype), step),
             beta2_power=tf.pow(tf.cast(self.beta_2, dtype), step),
-            lr=tf.cast(self.learning_rate, dtype), beta1=tf.cast(self.beta_1, dtype),
+            lr=rate, beta1=tf.cast(self.beta_1, dtype),
             beta2=tf.cast(self.beta_2, dtype), epsilon=tf.cast(self.epsilon, dtype),
             grad=tf.cast(tf.convert_to_tensor(gradient), dtype))
 
     def _apply_weight_decay(self, variables):
+        if not (self.amsgrad or self.jit_compile):
+            return  # `_fused_step` decays each variable with its update
         head = [v for v in variables if self._var_key(v) in self._head_keys]
         rest = [v for v in variables if self._var_key(v) not in self._head_keys]
         for group in (head, rest):
