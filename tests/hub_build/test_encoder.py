@@ -5,7 +5,7 @@ import tensorflow as tf
 import tensorflow_hub as hub
 import tf_keras as keras
 
-from tests.helpers import reference_file
+from tests.helpers import profiled_ops, reference_file
 from zoo.hub_build.encoder import BertConfig, BertEncoder, gelu
 
 INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
@@ -174,3 +174,22 @@ def test_packed_inference_of_the_saved_encoder_in_a_graph(tmp_path, tiny_hub):
                         [[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]]))
     np.testing.assert_allclose(beside[1, :4], alone[0], atol=1e-5)
     assert not beside[1, 4:].numpy().any()
+
+
+def test_evaluation_spreads_no_layer_output_that_nothing_reads(tmp_path, tiny_hub):
+    """Each layer's output is spread back to `[batch, length]` (a gather) for `encoder_outputs`;
+    through `hub.KerasLayer` in a tf.function, as evaluation and prediction call the encoder,
+    TensorFlow prunes the spreads that no output uses: a model reading `sequence_output` alone
+    runs one gather fewer per layer but the last than one reading every layer's output."""
+    encoder = hub.KerasLayer(tiny_hub + "/encoder")
+    inputs = _inputs([[101, 7592, 2088, 102], [101, 2088, 102, 0]],
+                     [[1, 1, 1, 1], [1, 1, 1, 0]])
+    gathers = {}
+    for name, read in (("last", lambda out: out["sequence_output"]),
+                       ("every", lambda out: tf.add_n(out["encoder_outputs"]))):
+        fn = tf.function(lambda x, read=read: read(encoder(x, training=False)))
+        counts = profiled_ops(str(tmp_path / name), fn, inputs, runs=1)
+        gathers[name] = sum(n for op, n in counts.items() if op.endswith(":GatherV2"))
+    layers = len(encoder(inputs)["encoder_outputs"])
+    assert layers > 1 and gathers["last"] > 0
+    assert gathers["every"] - gathers["last"] == layers - 1
