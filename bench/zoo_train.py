@@ -41,6 +41,11 @@ flags.DEFINE_enum("xla_fusion", "auto", ["auto", "on", "off"], "zoo.fusion of th
 flags.DEFINE_enum("malloc", "settled", ["settled", "tensorflow"], "glibc's thresholds: "
                   "`zoo.malloc.settle` as `zoo.train.fit` runs it, or as TensorFlow's generator "
                   "datasets leave them (an A/B of that setting).")
+flags.DEFINE_string("profile_dir", None, "If set, TensorFlow's profiler traces each policy's "
+                    "timed steps into DIR/POLICY (for `bench/step_profile.py`; the trace slows "
+                    "the steps, so such a run's seconds are not a rate).")
+flags.DEFINE_integer("inter_op_threads", 0, "TensorFlow's inter-op threads (0: its default); 1 "
+                     "runs one op at a time, so that a profile's op times add up to the step.")
 FLAGS = flags.FLAGS
 
 
@@ -77,6 +82,8 @@ def main(argv):
     from zoo.optimizer import create_optimizer  # pylint: disable=import-outside-toplevel
     from zoo.squad import span_loss  # pylint: disable=import-outside-toplevel
     from zoo.steps import step_functions  # pylint: disable=import-outside-toplevel
+    if FLAGS.inter_op_threads:
+        tf.config.threading.set_inter_op_parallelism_threads(FLAGS.inter_op_threads)
 
     with open(FLAGS.plan_file, encoding="utf-8") as f:
         plan = json.load(f)
@@ -131,13 +138,20 @@ def main(argv):
                                        len(rows[0]))
         iterator = iter(strategy.experimental_distribute_dataset(dataset.prefetch(2)))
 
-        def step(_, train_step=train_step, iterator=iterator, fused=fused):
+        calls = []
+
+        def step(_, train_step=train_step, iterator=iterator, fused=fused, padding=padding):
+            if FLAGS.profile_dir and len(calls) == FLAGS.warmup_steps:
+                tf.profiler.experimental.start(os.path.join(FLAGS.profile_dir, padding))
+            calls.append(1)
             with fusion.scope(fused):
                 float(train_step(iterator))
 
         faults = []
         with precision.scope(FLAGS.precision):
             results["seconds"][padding] = timed_steps(step, rows, FLAGS.warmup_steps, faults)
+        if FLAGS.profile_dir:
+            tf.profiler.experimental.stop()
         results["page_faults_per_step"][padding] = faults[0]
     precision.apply(FLAGS.precision)
     results["matmul_peak_gflops"] = round(matmul_peak_gflops(), 1)

@@ -1,0 +1,104 @@
+r"""Where zoo's training step spends its time: TensorFlow's profiler over the timed steps of
+`bench/zoo_train.py`, summed by op type and by op (the layer index folded, forward and gradient
+apart), per step.
+
+  .venv/bin/python bench/step_profile.py --padding=bucketed --precision=bf16 \
+      >> bench/results/step_profile.jsonl
+
+The batches are those of `bench/train_throughput.py` (`common.batch_plan` over the peer
+tokenizer's lengths of MRPC train), one policy. By default TensorFlow runs one op at a time
+(`--inter_op_threads=1`), so that the op times add up to the step's; each op still uses every
+core. The trace slows the steps: compare the op times of two runs, not their wall times with
+those of `bench/train_throughput.py`. `--code_dir` profiles the zoo of another checkout (a git
+worktree of another commit) with this script, for an A/B of op times; the line records its git.
+Prints one JSON line.
+"""
+import collections
+import glob
+import json
+import os
+import re
+import tempfile
+
+from absl import app, flags
+
+from common import BENCH, batch_plan, last_json, machine, run_script
+
+ROOT = os.path.dirname(BENCH)
+flags.DEFINE_enum("padding", "bucketed", ["fixed", "dynamic", "bucketed"], "Batch policy.")
+flags.DEFINE_enum("precision", "bf16", ["fp32", "bf16"], "zoo.precision of the steps.")
+flags.DEFINE_integer("steps", 8, "Profiled steps.")
+flags.DEFINE_integer("warmup_steps", 6, "Steps before the profile.")
+flags.DEFINE_integer("inter_op_threads", 1, "TensorFlow's inter-op threads (0: its default).")
+flags.DEFINE_integer("top", 40, "Op types and ops listed.")
+flags.DEFINE_string("code_dir", ROOT, "Checkout whose zoo package is profiled.")
+flags.DEFINE_string("data_dir", os.path.join(ROOT, "..", "shared", "data", "mrpc"),
+                    "GLUE MRPC folder.")
+FLAGS = flags.FLAGS
+
+
+def op_times(logdir, steps):
+    """({op type: ms per step}, {op, folded: ms per step}) from the trace under `logdir`: the
+    events named "op:type" of a registered op type (the input pipeline's PyFunc among them,
+    which runs beside the step)."""
+    # pylint: disable-next=import-outside-toplevel
+    from tensorflow.python.framework import op_def_registry
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=import-outside-toplevel
+    space = xplane_pb2.XSpace()
+    with open(glob.glob(f"{logdir}/**/*.xplane.pb", recursive=True)[0], "rb") as f:
+        space.ParseFromString(f.read())
+    by_type, by_op = collections.Counter(), collections.Counter()
+    for plane in space.planes:
+        names = {k: v.name for k, v in plane.event_metadata.items()}
+        for line in plane.lines:
+            for event in line.events:
+                op, _, kind = names.get(event.metadata_id, "").rpartition(":")
+                if not op or op_def_registry.get(kind) is None:  # not an op: a region, a call
+                    continue
+                ms = event.duration_ps / 1e9 / steps
+                by_type[kind] += ms
+                by_op[fold(op) + ":" + kind] += ms
+    return by_type, by_op
+
+
+def fold(op):
+    """An op's name without its function-call scopes, its layer's index as N, "GRAD " before a
+    gradient's."""
+    grad = "GRAD " if "gradients" in op else ""
+    op = op.split("bert_encoder/")[-1]
+    op = re.sub(r"(Stateful)?PartitionedCall(_grad)?/|gradients/", "", op)
+    return grad + re.sub(r"transformer_\d+", "transformer_N", op)
+
+
+def main(argv):
+    del argv
+    with tempfile.TemporaryDirectory(prefix="zoo-step-profile-") as work:
+        lengths_file = os.path.join(work, "lengths.json")
+        run_script(["peer_train.py", f"--data_dir={FLAGS.data_dir}",
+                    f"--write_lengths={lengths_file}", "--max_seq_length=128"], cwd=BENCH)
+        with open(lengths_file, encoding="utf-8") as f:
+            lengths = json.load(f)
+        plan_file = os.path.join(work, "plan.json")
+        steps = FLAGS.warmup_steps + FLAGS.steps
+        with open(plan_file, "w", encoding="utf-8") as f:
+            json.dump({FLAGS.padding: batch_plan(lengths, 32, FLAGS.padding, steps)}, f)
+        logdir = os.path.join(work, "trace")
+        env = {**os.environ, "PYTHONPATH": os.path.abspath(FLAGS.code_dir)}
+        run = last_json(run_script(
+            [os.path.join(BENCH, "zoo_train.py"), f"--plan_file={plan_file}",
+             f"--data_dir={FLAGS.data_dir}", f"--precision={FLAGS.precision}",
+             f"--warmup_steps={FLAGS.warmup_steps}", f"--profile_dir={logdir}",
+             f"--inter_op_threads={FLAGS.inter_op_threads}"], cwd=BENCH, env=env))
+        by_type, by_op = op_times(os.path.join(logdir, FLAGS.padding), FLAGS.steps)
+    rounded = lambda counter: {k: round(v, 2) for k, v in counter.most_common(FLAGS.top)}  # noqa: E731
+    print(json.dumps(dict(
+        summary="step_profile", machine=machine(FLAGS.code_dir), padding=FLAGS.padding,
+        precision=FLAGS.precision, steps=FLAGS.steps, warmup_steps=FLAGS.warmup_steps,
+        inter_op_threads=FLAGS.inter_op_threads,
+        traced_ms_per_step=round(run["seconds"][FLAGS.padding] / FLAGS.steps * 1e3, 1),
+        op_ms_per_step=round(sum(by_type.values()), 1), by_type=rounded(by_type),
+        by_op=rounded(by_op))))
+
+
+if __name__ == "__main__":
+    app.run(main)
