@@ -112,17 +112,22 @@ class HeadAdamW(keras.optimizers.AdamW):
         finally:
             self._scale.value = None
 
+    @property
+    def _fused(self):
+        """Whether updates (weight decay included) run as `_fused_step`, not as Keras's own."""
+        return not (self.amsgrad or self.jit_compile)
+
     def update_step(self, gradient, variable):
         with self._rate_of(variable):
-            if self.amsgrad or self.jit_compile:
-                super().update_step(gradient, variable)
-            else:
+            if self._fused:
                 self._fused_step(gradient, variable)
+            else:
+                super().update_step(gradient, variable)
 
     def _fused_step(self, gradient, variable):
         """`keras.optimizers.AdamW`'s weight decay and `update_step` in two kernels: the decay
-        as one multiplication by 1 - rate x decay (PyTorch's form; Keras makes three passes
-        over the variable, two multiplications and a subtraction), then `ResourceApplyAdam`,
+        as one multiplication by 1 - rate x decay, assigned (PyTorch's form; Keras computes
+        `variable * decay * rate` and then subtracts it, one more pass), then `ResourceApplyAdam`,
         which computes the same m, v and step:
         Keras runs it as a dozen elementwise ops, each a pass over the variable and its moments,
         which made the update a large part of a training step without XLA. A sparse gradient
@@ -145,7 +150,7 @@ class HeadAdamW(keras.optimizers.AdamW):
             grad=tf.cast(tf.convert_to_tensor(gradient), dtype))
 
     def _apply_weight_decay(self, variables):
-        if not (self.amsgrad or self.jit_compile):
+        if self._fused:
             return  # `_fused_step` decays each variable with its update
         head = [v for v in variables if self._var_key(v) in self._head_keys]
         rest = [v for v in variables if self._var_key(v) not in self._head_keys]
