@@ -177,11 +177,12 @@ def train_flops_per_token(config, seq_length):
     return 3 * layers * (2 * (4 * d * d + 2 * d * d_ff) + 4 * seq_length * d)
 
 
-def timed_steps(step, batches, warmup_steps, faults=None):
+def timed_steps(step, batches, warmup_steps, faults=None, warmup=None):
     """Runs `step(batch)` on each batch; returns the seconds of those after the first
     `warmup_steps` (which are not timed). `faults`: a list to which the process's minor page
-    faults per timed step are appended (each a page the kernel maps for a new allocation)."""
-    began = None
+    faults per timed step are appended (each a page the kernel maps for a new allocation);
+    `warmup`: a list to which the seconds of the untimed steps are appended."""
+    began, start = None, time.perf_counter()
     for i, batch in enumerate(batches):
         if i == warmup_steps:
             mapped = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -191,4 +192,6 @@ def timed_steps(step, batches, warmup_steps, faults=None):
     if faults is not None:
         faults.append(round((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - mapped)
                             / (len(batches) - warmup_steps)))
+    if warmup is not None:
+        warmup.append(began - start)
     return seconds

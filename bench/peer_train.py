@@ -50,9 +50,9 @@ def matmul_peak_gflops(dtype, size=2048, repeats=20):
     return 2.0 * size ** 3 * repeats / best / 1e9
 
 
-def train_seconds(model, batches, precision, warmup_steps, faults=None):
+def train_seconds(model, batches, precision, warmup_steps, faults=None, warmup=None):
     """Seconds of the timed steps (collate, forward, backward, clipping, AdamW) over
-    `batches` of keyword inputs made by a collating function (`faults`: see
+    `batches` of keyword inputs made by a collating function (`faults`, `warmup`: see
     `common.timed_steps`)."""
     optimizer = torch.optim.AdamW(model.parameters(), lr=5e-5, weight_decay=0.01)
     model.train()
@@ -67,7 +67,7 @@ def train_seconds(model, batches, precision, warmup_steps, faults=None):
         optimizer.step()
         optimizer.zero_grad()
 
-    return timed_steps(step, batches, warmup_steps, faults)
+    return timed_steps(step, batches, warmup_steps, faults, warmup)
 
 
 def squad_questions(path, limit):
@@ -164,7 +164,8 @@ def main():
                    transformers=__import__("transformers").__version__,
                    threads=torch.get_num_threads(), interop_threads=torch.get_num_interop_threads(),
                    precision=args.precision, attention=args.attention, compile=args.compile,
-                   warmup_steps=args.warmup_steps, seconds={}, page_faults_per_step={})
+                   warmup_steps=args.warmup_steps, seconds={}, warmup_seconds={},
+                   page_faults_per_step={})
     for padding, rows in plan.items():
         torch.manual_seed(0)
         model = model_class.from_pretrained(folder, attn_implementation=args.attention,
@@ -173,10 +174,11 @@ def main():
             model = torch.compile(model)
         batches = [lambda index=index, padding=padding: collate(index, padding)
                    for index in rows]
-        faults = []
+        faults, warmup = [], []
         results["seconds"][padding] = train_seconds(model, batches, args.precision,
-                                                    args.warmup_steps, faults)
+                                                    args.warmup_steps, faults, warmup)
         results["page_faults_per_step"][padding] = faults[0]
+        results["warmup_seconds"][padding] = round(warmup[0], 2)  # with --compile: compiling
     results["matmul_peak_gflops"] = round(matmul_peak_gflops(
         torch.bfloat16 if args.precision == "bf16" else torch.float32), 1)
     print(json.dumps(results))

@@ -49,8 +49,9 @@ flags.DEFINE_integer("repeats", 3, "Rounds of runs (the median is reported).")
 flags.DEFINE_list("padding", ["fixed", "dynamic", "bucketed"], "Padding policies.")
 flags.DEFINE_list("peer_configs", ["fp32-eager", "fp32-sdpa", "bf16-sdpa"],
                   "Peer settings: PRECISION-ATTENTION[-compile].")
-flags.DEFINE_list("zoo_configs", ["fp32", "bf16"], "zoo settings: PRECISION[-fusion_off]"
-                  "[-tfmalloc] (tfmalloc: glibc's thresholds left as TensorFlow's generator "
+flags.DEFINE_list("zoo_configs", ["fp32", "bf16"], "zoo settings: PRECISION[-fusion_off|"
+                  "-fusion_on][-tfmalloc] (fusion: --xla_fusion=off or on, else auto; "
+                  "tfmalloc: glibc's thresholds left as TensorFlow's generator "
                   "datasets set them, not as `zoo.train.fit` sets them back; an A/B, never "
                   "zoo's best).")
 flags.DEFINE_string("encoder_config", None, "The encoder's zoo_build_info.json (default: the "
@@ -78,7 +79,8 @@ def command(side, config, work):
     if side == "peer":
         return ["peer_train.py", *common, f"--attention={parts[1]}"] + (
             ["--compile"] if "compile" in parts[2:] else [])
-    return ["zoo_train.py", *common] + (["--xla_fusion=off"] if "fusion_off" in parts else []) + (
+    fusion = [f"--xla_fusion={p[len('fusion_'):]}" for p in parts if p.startswith("fusion_")]
+    return ["zoo_train.py", *common, *fusion] + (
         ["--malloc=tensorflow"] if "tfmalloc" in parts else [])
 
 
@@ -124,11 +126,12 @@ def summary(runs, plan, lengths, config):
     for one in runs:
         key = f"{one['side']}:{one['config']}"
         entry = settings.setdefault(key, dict(side=one["side"], precision=one["precision"],
-                                              runs=[], peaks=[], faults=[]))
+                                              runs=[], peaks=[], faults=[], warmups=[]))
         if "tfmalloc" in one["config"].split("-"):
             entry["not_a_best"] = True  # an A/B of a setting zoo's users do not run
         entry["runs"].append(one["seconds"])
         entry["faults"].append(one.get("page_faults_per_step", {}))
+        entry["warmups"].append(one.get("warmup_seconds", {}))
         entry["peaks"].append(one["matmul_peak_gflops"])
     for entry in settings.values():
         peak = statistics.median(entry.pop("peaks"))
@@ -145,7 +148,10 @@ def summary(runs, plan, lengths, config):
             faults = [f[padding] for f in entry["faults"] if padding in f]
             if faults:
                 entry[padding]["page_faults_per_step"] = statistics.median(faults)
-        del entry["runs"], entry["faults"]
+            warmups = [f[padding] for f in entry["warmups"] if padding in f]
+            if warmups:  # the untimed first steps: tracing and, with XLA fusion, compiling
+                entry[padding]["warmup_seconds"] = round(statistics.median(warmups), 2)
+        del entry["runs"], entry["faults"], entry["warmups"]
     rate = lambda key, p: settings[key][p]["examples_per_second"]  # noqa: E731
 
     def best(side, padding, precision=None):

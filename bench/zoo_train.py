@@ -11,9 +11,10 @@ of the peer's windows, --windows_file, so both sides train on the same windows);
 zoo's own training step (`zoo.steps.step_functions`: forward, loss, backward, clipping, AdamW from
 `zoo.optimizer`) on the classifier or span core of `zoo.models` with its task's loss, in
 `zoo.precision` and with `zoo.fusion` and `zoo.malloc` as `zoo.train.fit` runs it (fusion auto:
-on for fixed padding only). Batches are cut to their longest row except with fixed padding. The
-first --warmup_steps of each policy are not timed. Prints one JSON line: the seconds and the
-page faults of each policy's timed steps, the settings, threads and the matmul peak of the
+on for fixed padding on a CPU with AMX). Batches are cut to their longest row except with fixed
+padding. The first --warmup_steps of each policy are not timed. Prints one JSON line: the
+seconds and the page faults of each policy's timed steps, the seconds of its untimed first steps
+(tracing and, with XLA fusion, compiling), the settings, threads and the matmul peak of the
 precision used, measured by TensorFlow in the same process.
 """
 import json
@@ -114,7 +115,7 @@ def main(argv):
                                 cores=os.cpu_count()),
                    precision=FLAGS.precision, attention="Hub encoder (MatMul, Softmax)",
                    warmup_steps=FLAGS.warmup_steps, xla_fusion={}, malloc=FLAGS.malloc,
-                   seconds={}, page_faults_per_step={})
+                   seconds={}, warmup_seconds={}, page_faults_per_step={})
     if FLAGS.malloc == "settled":
         malloc.settle()  # once, before any dataset, as zoo.train.fit does
     for padding, rows in plan.items():
@@ -147,9 +148,11 @@ def main(argv):
             with fusion.scope(fused):
                 float(train_step(iterator))
 
-        faults = []
+        faults, warmup = [], []
         with precision.scope(FLAGS.precision):
-            results["seconds"][padding] = timed_steps(step, rows, FLAGS.warmup_steps, faults)
+            results["seconds"][padding] = timed_steps(step, rows, FLAGS.warmup_steps, faults,
+                                                      warmup)
+        results["warmup_seconds"][padding] = round(warmup[0], 2)
         if FLAGS.profile_dir:
             tf.profiler.experimental.stop()
         results["page_faults_per_step"][padding] = faults[0]

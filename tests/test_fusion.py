@@ -7,7 +7,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from tests.helpers import profiled_ops
-from zoo import fusion, train
+from zoo import fusion, precision, train
 from zoo.optimizer import create_optimizer
 from zoo.settings import Compute
 
@@ -19,22 +19,34 @@ def restore_fusion():
     tf.config.optimizer.set_jit(before or False)
 
 
-def test_auto_fuses_only_fixed_shape_training_on_a_cpu():
+def test_auto_fuses_only_fixed_shape_training_on_a_cpu_with_amx():
     assert fusion.available()  # conftest imports zoo before TensorFlow
-    assert fusion.resolve("auto", "fixed", training=True, accelerators=0)
-    assert not fusion.resolve("auto", "bucketed", training=True, accelerators=0)
-    assert not fusion.resolve("auto", "dynamic", training=True, accelerators=0)
-    assert not fusion.resolve("auto", "fixed", training=False, accelerators=0)
-    assert not fusion.resolve("auto", "fixed", training=True, accelerators=1)
+    amx = {"avx512f", "avx512_bf16", "amx_tile", "amx_bf16"}
+    assert fusion.resolve("auto", "fixed", training=True, accelerators=0, flags=amx)
+    # measured slower than the plain step on a Zen 4 EPYC (AVX512_BF16, no AMX): off there
     assert not fusion.resolve("auto", "fixed", training=True, accelerators=0,
+                              flags={"avx512f", "avx512_bf16"})
+    assert not fusion.resolve("auto", "fixed", training=True, accelerators=0, flags=set())
+    assert not fusion.resolve("auto", "bucketed", training=True, accelerators=0, flags=amx)
+    assert not fusion.resolve("auto", "dynamic", training=True, accelerators=0, flags=amx)
+    assert not fusion.resolve("auto", "fixed", training=False, accelerators=0, flags=amx)
+    assert not fusion.resolve("auto", "fixed", training=True, accelerators=1, flags=amx)
+    assert not fusion.resolve("auto", "fixed", training=True, accelerators=0, flags=amx,
                               steps_per_execution=4)
-    assert not fusion.resolve("auto", "fixed", training=True, accelerators=0, replicas=2)
+    assert not fusion.resolve("auto", "fixed", training=True, accelerators=0, flags=amx,
+                              replicas=2)
     assert fusion.resolve("on", "bucketed", training=False, accelerators=1, replicas=2)
-    assert not fusion.resolve("off", "fixed", training=True, accelerators=0)
+    assert fusion.resolve("on", "fixed", training=True, accelerators=0, flags=set())
+    assert not fusion.resolve("off", "fixed", training=True, accelerators=0, flags=amx)
     with pytest.raises(ValueError, match="xla_fusion must be one of"):
         fusion.resolve("yes", "fixed")
     with pytest.raises(ValueError, match="steps_per_execution=1"):
         fusion.resolve("on", "fixed", steps_per_execution=2)
+
+
+def test_auto_reads_this_machines_cpu_flags():
+    expected = "amx_bf16" in precision.cpu_flags()
+    assert fusion.resolve("auto", "fixed", training=True, accelerators=0) is expected
 
 
 def test_xla_flags_are_added_only_before_tensorflow_starts():

@@ -9,10 +9,17 @@ is compiled with XLA as well (tf_keras only does that when it sees a GPU).
 
 XLA compiles once per input shape, tens of seconds for a 6-layer encoder, so `auto` turns fusion
 on only for training with fixed padding (every batch the same shape) on a CPU-only machine, with
-one replica (fusion under distribution strategies is not tested; `on` allows it). With
-bucketed or dynamic batches every new length would compile again; `on` forces it anyway. It needs
-one training step per call: auto-clustering a multi-step loop (`steps_per_execution` > 1) fails
-in TensorFlow 2.21 with "nodes in a cycle".
+one replica (fusion under distribution strategies is not tested; `on` allows it), and only on a
+CPU with AMX. Since the encoder `zoo-build-hub` writes trains its layer norms and dropout with
+single kernels and `zoo.optimizer` updates each weight in one, little is left for XLA to fuse:
+on an AMD Zen 4 EPYC (AVX512_BF16, no AMX) the fused step was slower than the plain one, MRPC at
+fixed length 128 and SQuAD windows of 384, in fp32 and bf16 (BENCHMARKS.md, "XLA fusion
+measured again"), before counting the compilation. On an AMX CPU, where the matmuls take half
+that time and the elementwise ops a larger share, fusion was faster when last measured, with
+the encoder and optimizer of then; `auto` keeps it there. With bucketed or dynamic batches every
+new length would compile again; `on` forces it anyway. It needs one training step per call:
+auto-clustering a multi-step loop (`steps_per_execution` > 1) fails in TensorFlow 2.21 with
+"nodes in a cycle".
 
 Fusion is confined to the training step: `scope` turns auto-clustering on around each call of
 the step and off again after it. TensorFlow reads the setting at every call of a tf.function,
@@ -32,6 +39,7 @@ import sys
 from zoo.errors import UsageError
 
 FUSIONS = ("auto", "on", "off")
+FUSION_CPU_FLAGS = frozenset({"amx_bf16"})  # where `auto` fuses fixed-shape training
 XLA_FLAGS = ("--tf_xla_cpu_global_jit", "--tf_xla_ops_to_cluster=FUSIBLE")
 
 _state = {"flags_set": False}
@@ -60,16 +68,17 @@ def available():
 
 
 def resolve(fusion, padding, training=True, accelerators=None, steps_per_execution=1,
-            replicas=1):
+            replicas=1, flags=None):
     """True if a run with these settings fuses its training step's elementwise ops.
 
     Args:
-        fusion: "auto" (on for training with fixed padding on a CPU), "on" or "off".
+        fusion: "auto" (on for training with fixed padding on a CPU with AMX), "on" or "off".
         padding: the run's padding policy ("fixed", "dynamic" or "bucketed").
         training: False for evaluation, prediction and export (never fused under auto).
         accelerators: number of GPUs/TPUs doing the work (default: the visible GPUs).
         steps_per_execution: training steps per call; fusion needs 1.
         replicas: replicas of the run's strategy (auto fuses only with one).
+        flags: the CPU's feature flags (default: this machine's, `zoo.precision.cpu_flags`).
     """
     if fusion not in FUSIONS:
         raise UsageError(f"xla_fusion must be one of {FUSIONS}, not {fusion!r}")
@@ -83,10 +92,14 @@ def resolve(fusion, padding, training=True, accelerators=None, steps_per_executi
         return False
     if fusion == "on":
         return True
+    if not (training and padding == "fixed" and replicas == 1):
+        return False
+    from zoo import precision  # pylint: disable=import-outside-toplevel  (imports TensorFlow)
     if accelerators is None:
         import tensorflow as tf  # pylint: disable=import-outside-toplevel
         accelerators = len(tf.config.list_physical_devices("GPU"))
-    return training and padding == "fixed" and not accelerators and replicas == 1
+    flags = precision.cpu_flags() if flags is None else flags
+    return not accelerators and bool(FUSION_CPU_FLAGS & set(flags))
 
 
 @contextlib.contextmanager
