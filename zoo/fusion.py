@@ -12,14 +12,14 @@ on only for training with fixed padding (every batch the same shape) on a CPU-on
 one replica (fusion under distribution strategies is not tested; `on` allows it), and only on a
 CPU with AMX. Since the encoder `zoo-build-hub` writes trains its layer norms and dropout with
 single kernels and `zoo.optimizer` updates each weight in one, little is left for XLA to fuse:
-on an AMD Zen 4 EPYC (AVX512_BF16, no AMX) the fused step was slower than the plain one, MRPC at
-fixed length 128 and SQuAD windows of 384, in fp32 and bf16 (BENCHMARKS.md, "XLA fusion
-measured again"), before counting the compilation. On an AMX CPU, where the matmuls take half
-that time and the elementwise ops a larger share, fusion was faster when last measured, with
-the encoder and optimizer of then; `auto` keeps it there. With bucketed or dynamic batches every
-new length would compile again; `on` forces it anyway. It needs one training step per call:
-auto-clustering a multi-step loop (`steps_per_execution` > 1) fails in TensorFlow 2.21 with
-"nodes in a cycle".
+on an AMD Zen 4 EPYC (AVX512_BF16, no AMX) the plain step was 1.08x (fp32) and 1.02x (bf16) the
+fused one's speed on MRPC at fixed length 128, 1.06x and 1.09x on SQuAD windows of 384, and
+XLA's compilation added 14 to 19 s to the first steps (BENCHMARKS.md, "XLA fusion measured
+again"). On an AMX CPU, whose bf16 matmuls are faster and leave the elementwise ops a larger
+share of the step, fusion was faster when last measured, with the encoder and optimizer of
+then; `auto` keeps it there. With bucketed or dynamic batches every new length would compile
+again; `on` forces it anyway. It needs one training step per call: auto-clustering a multi-step
+loop (`steps_per_execution` > 1) fails in TensorFlow 2.21 with "nodes in a cycle".
 
 Fusion is confined to the training step: `scope` turns auto-clustering on around each call of
 the step and off again after it. TensorFlow reads the setting at every call of a tf.function,
