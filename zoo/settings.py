@@ -123,7 +123,8 @@ class RunSettings:
         "auto", "XLA fusion of the training step's elementwise ops and optimizer update on a "
         "CPU (matmuls stay with oneDNN). XLA compiles once per batch shape (tens of seconds), "
         "so auto: on for training whose batches all have one shape (--padding=fixed, SQuAD "
-        "windows) on one CPU replica, off otherwise. Needs --steps_per_execution=1.",
+        "windows) on one CPU replica with AMX, off otherwise (on other CPUs the plain step "
+        "measured faster). Needs --steps_per_execution=1.",
         choices=fusion.FUSIONS)
     allow_changed_settings: bool = setting(
         False, "Resume a --model_dir whose run had other settings (batch size, epochs, "
