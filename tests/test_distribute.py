@@ -50,7 +50,10 @@ def test_chief_from_tf_config(monkeypatch):
 
 def test_tpu_settings_fixed_shapes_and_host_reads(tiny_hub):
     """What runs differently on a TPU: host-side SavedModel reads, no dynamic padding."""
-    layer = models.classifier_core(tiny_hub + "/encoder", 2, on_tpu=True).get_layer("encoder")
+    # the layer that reads the SavedModel ("cls" pooling wraps its loaded model again, reading
+    # no file: `zoo.hub.pooled_view`)
+    layer = models.classifier_core(tiny_hub + "/encoder", 2, pooling="mean",
+                                   on_tpu=True).get_layer("encoder")
     assert layer._load_options.experimental_io_device == "/job:localhost"  # pylint: disable=protected-access
     from zoo import classification  # pylint: disable=import-outside-toplevel
     settings = classification.Settings(model_dir="unused", padding="dynamic")

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from zoo import hub
 from zoo.hub_build import build
+from zoo.hub_build.encoder import BertConfig, build_encoder_model
 
 
 def test_default_model_is_built_into_the_cache_once_and_reused(minilm_hub, zoo_cache):
@@ -115,3 +116,20 @@ def test_a_handle_that_is_not_a_bert_model_or_is_broken_gets_a_clear_error(tmp_p
         hub.encoder_layer(str(broken))
     with pytest.raises(hub.HandleError, match=r"broken: cannot be loaded as a TF Hub preproc"):
         hub.load_preprocessor(str(broken))
+
+
+def test_pooled_view_asks_a_zoo_encoder_for_its_pooled_output_alone(tmp_path, tiny_hub):
+    """The view shares the layer's loaded model, name and variables; an encoder whose
+    SavedModel takes no `pooled_only` (here tf_keras's SavedModel of the same encoder, as
+    Model Garden writes Hub encoders) is returned as it is."""
+    layer = hub.encoder_layer(os.path.join(tiny_hub, "encoder"), trainable=True)
+    view = hub.pooled_view(layer)
+    inputs = dict(input_word_ids=tf.constant([[101, 7592, 102]]),
+                  input_mask=tf.constant([[1, 1, 1]]), input_type_ids=tf.constant([[0, 0, 0]]))
+    assert set(view(inputs)) == {"pooled_output", "default"}
+    assert view.name == layer.name == "encoder"
+    assert [id(v) for v in view.trainable_variables] == [id(v) for v in layer.trainable_variables]
+    config = BertConfig(**build.build_info(tiny_hub)["config"])
+    build_encoder_model(config).save(str(tmp_path / "keras_encoder"), save_format="tf")
+    other = hub.encoder_layer(str(tmp_path / "keras_encoder"))
+    assert hub.pooled_view(other) is other

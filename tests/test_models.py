@@ -41,3 +41,20 @@ def test_a_multi_head_core_shares_one_encoder_between_its_heads(tiny_hub):
     # one encoder: its word embeddings once among the trainable variables
     embeddings = [v for v in model.trainable_variables if "word_embeddings" in v.name]
     assert len(embeddings) == 1
+
+
+def test_a_cls_pooled_core_asks_the_encoder_for_its_pooled_output_alone(tiny_hub):
+    """"cls" pooling reads the encoder through `zoo.hub.pooled_view` (same variables, so a
+    shared encoder stays shared); "mean" pooling reads the full outputs."""
+    from zoo import hub  # pylint: disable=import-outside-toplevel
+    encoder = hub.encoder_layer(tiny_hub + "/encoder")
+    cls = models.classifier_core(encoder, 2, pooling="cls")
+    mean = models.classifier_core(encoder, 2, pooling="mean")
+    assert cls.get_layer("encoder") is not encoder and mean.get_layer("encoder") is encoder
+    shared = {id(v) for v in encoder.trainable_variables}
+    assert {id(v) for v in cls.get_layer("encoder").trainable_variables} == shared
+    packed = models.TextPacker(tiny_hub + "/preprocessor", seq_length=8)(
+        tf.constant(["a film", "another film"]))
+    np.testing.assert_allclose(
+        cls.get_layer("encoder")(packed)["pooled_output"], encoder(packed)["pooled_output"],
+        atol=1e-6)

@@ -226,6 +226,23 @@ def encoder_layer(handle, trainable=True, on_tpu=False, name="encoder"):
     return layer
 
 
+def pooled_view(encoder):
+    """`encoder` (an `encoder_layer`) asking for `pooled_output` alone, if its SavedModel's
+    `__call__` takes `pooled_only` (as zoo-build-hub encoders do; see
+    `zoo.hub_build.build.SavedEncoder`): a `hub.KerasLayer` of the same loaded model, name and
+    variables (it reads no file: on a TPU, the host read `encoder`'s), whose training step then
+    computes the last layer at [CLS] only. Any other encoder (or a layer that is not a
+    `hub.KerasLayer`) is returned as it is."""
+    loaded = getattr(encoder, "_func", None)
+    call = getattr(loaded, "__call__", None)
+    if not isinstance(encoder, hub.KerasLayer) or not any(
+            "pooled_only" in concrete.function_type.parameters
+            for concrete in getattr(call, "concrete_functions", []) or []):
+        return encoder
+    return hub.KerasLayer(loaded, trainable=encoder.trainable, name=encoder.name,
+                          arguments=dict(pooled_only=True))
+
+
 def load_preprocessor(handle, on_tpu=False):
     """The preprocessor SavedModel object (`.tokenize`, `.bert_pack_inputs`, ...).
 

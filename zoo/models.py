@@ -48,10 +48,13 @@ def head_variables(core):
 
 def pooled_core(encoder, head, name, pooling="cls", on_tpu=False):
     """Packed int32 inputs -> `head` on one vector per text (`SentencePooling(pooling)` of the
-    encoder's outputs; `encoder`: a handle, or a layer to share)."""
+    encoder's outputs; `encoder`: a handle, or a layer to share). With "cls" pooling the
+    encoder is asked for its pooled output alone (`zoo.hub.pooled_view`)."""
     inputs = encoder_inputs()
-    pooled = SentencePooling(pooling, name="pooling")(_encoder(encoder, on_tpu)(inputs),
-                                                      inputs["input_mask"])
+    encoder = _encoder(encoder, on_tpu)
+    if pooling == "cls":
+        encoder = zoo_hub.pooled_view(encoder)
+    pooled = SentencePooling(pooling, name="pooling")(encoder(inputs), inputs["input_mask"])
     return keras.Model(inputs, head(pooled), name=name)
 
 

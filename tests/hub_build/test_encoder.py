@@ -193,3 +193,53 @@ def test_evaluation_spreads_no_layer_output_that_nothing_reads(tmp_path, tiny_hu
     layers = len(encoder(inputs)["encoder_outputs"])
     assert layers > 1 and gathers["last"] > 0
     assert gathers["every"] - gathers["last"] == layers - 1
+
+
+def test_pooled_only_computes_the_last_layer_at_the_first_positions():
+    """`pooled_only` returns the pooled output alone; the last layer's feed-forward network
+    runs on one row per sequence, the layers before it on every position in training (on the
+    real tokens and a spare row in inference), and the output and its gradients are those of
+    the full computation."""
+    encoder = _no_dropout_encoder()
+    inputs = _inputs([[5, 6, 7, 8, 9], [9, 10, 11, 3, 3], [12, 13, 14, 15, 16]],
+                     [[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 1, 1, 1, 0]])
+    full = encoder(inputs, training=True)
+    rows = {i: [] for i in range(len(encoder.blocks))}
+    for i, block in enumerate(encoder.blocks):
+        block.intermediate.call = (lambda call, seen: lambda x: seen.append(x.shape[0])
+                                   or call(x))(block.intermediate.call, rows[i])
+    with tf.GradientTape(persistent=True) as tape:
+        first = encoder(inputs, training=True, pooled_only=True)
+        full_loss = tf.reduce_sum(encoder(inputs, training=True)["pooled_output"] ** 2)
+        first_loss = tf.reduce_sum(first["pooled_output"] ** 2)
+    assert set(first) == {"pooled_output", "default"}
+    assert rows == {0: [15, 15], 1: [3, 15]}  # pooled_only, then the full call
+    np.testing.assert_allclose(first["pooled_output"], full["pooled_output"], atol=1e-6)
+    for one, other in zip(tape.gradient(first_loss, encoder.trainable_variables),
+                          tape.gradient(full_loss, encoder.trainable_variables)):
+        np.testing.assert_allclose(tf.convert_to_tensor(one), tf.convert_to_tensor(other),
+                                   atol=1e-5)
+    rows[0].clear()
+    rows[1].clear()
+    inference = encoder(inputs, training=False, pooled_only=True)
+    assert rows == {0: [5 + 3 + 4 + 1], 1: [3]}
+    np.testing.assert_allclose(inference["pooled_output"], encoder(inputs)["pooled_output"],
+                               atol=1e-5)
+
+
+def test_the_saved_encoder_takes_pooled_only_through_hub_keras_layer(tiny_hub):
+    """`hub.KerasLayer(..., arguments=dict(pooled_only=True))` on the SavedModel: the pooled
+    output alone, the full call's in inference, and every encoder weight trained by it."""
+    inputs = _inputs([[101, 7592, 1010, 2088, 102], [101, 2088, 999, 102, 0]],
+                     [[1, 1, 1, 1, 1], [1, 1, 1, 1, 0]])
+    full = hub.KerasLayer(tiny_hub + "/encoder", trainable=True)
+    pooled = hub.KerasLayer(tiny_hub + "/encoder", trainable=True,
+                            arguments=dict(pooled_only=True))
+    out = pooled(inputs, training=False)
+    assert set(out) == {"pooled_output", "default"}
+    np.testing.assert_allclose(out["pooled_output"], full(inputs)["pooled_output"], atol=1e-6)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(pooled(inputs, training=True)["pooled_output"] ** 2)
+    grads = tape.gradient(loss, pooled.trainable_variables)
+    assert len(grads) == len(full.trainable_variables)
+    assert all(float(tf.reduce_max(tf.abs(tf.convert_to_tensor(g)))) > 0 for g in grads)

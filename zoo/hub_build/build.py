@@ -29,7 +29,8 @@ BUILD_INFO = "zoo_build_info.json"
 # kernels of `zoo.hub_build.layers`, and the attention's queries scaled instead of its scores.
 # 6: that scaling in training only; inference scales the scores again (oneDNN fuses it there).
 # 7: inference computes the real tokens alone (`encoder.Packing`); zeros at padding positions.
-BUILD_FORMAT = 7
+# 8: `SavedEncoder`, a Reusable SavedModel (not tf_keras's) whose `__call__` takes `pooled_only`.
+BUILD_FORMAT = 8
 
 
 def minilm_folder():
@@ -55,15 +56,53 @@ def source_checkpoint(source, do_lower_case=None):
     return checkpoint, checkpoint.config, checkpoint.vocab_file, checkpoint.do_lower_case
 
 
+# AutoTrackable, not tf.Module: the Reusable SavedModel saves `variables` and
+# `trainable_variables` as attributes, which tf.Module keeps as read-only properties.
+class SavedEncoder(tf.__internal__.tracking.AutoTrackable):
+    """What `save_encoder` writes: TF Hub's Reusable SavedModel (`__call__(inputs, training)`,
+    `variables`, `trainable_variables`, `regularization_losses`, as `hub.KerasLayer` loads it)
+    of the Keras encoder, plus its vocabulary and casing. `__call__` also takes `pooled_only`
+    (`hub.KerasLayer(..., arguments=dict(pooled_only=True))`): `pooled_output` alone, its last
+    layer computed at the first positions only in training (see `zoo.hub_build.encoder`).
+
+    Args:
+        model: the Keras model of `build_encoder_model`.
+        vocab_file: the WordPiece vocabulary, kept as an asset.
+        do_lower_case: whether the vocabulary is uncased.
+    """
+
+    INPUTS = {name: tf.TensorSpec([None, None], tf.int32)
+              for name in ("input_word_ids", "input_mask", "input_type_ids")}
+
+    def __init__(self, model, vocab_file, do_lower_case):
+        self.model = model
+        self.vocab_file = tf.saved_model.Asset(vocab_file)
+        self.do_lower_case = tf.Variable(do_lower_case, trainable=False, name="do_lower_case")
+        self.variables = list(model.variables) + [self.do_lower_case]
+        self.trainable_variables = list(model.trainable_variables)
+        self.regularization_losses = []
+
+    @tf.function
+    def __call__(self, inputs, training=False, pooled_only=False):
+        return self.model.get_layer("bert_encoder")(inputs, training=training,
+                                                    pooled_only=pooled_only)
+
+    def traced(self):
+        """`__call__`'s traces for each value of `training` and `pooled_only`."""
+        for training in (False, True):
+            for pooled_only in (False, True):
+                self.__call__.get_concrete_function(self.INPUTS, training, pooled_only)
+        return self
+
+
 def save_encoder(path, config, vocab_file, do_lower_case, checkpoint=None, seed=0):
-    """Writes the encoder SavedModel; random weights (seeded) when `checkpoint` is None."""
+    """Writes the encoder SavedModel (`SavedEncoder`); random weights (seeded) when
+    `checkpoint` is None."""
     keras.utils.set_random_seed(seed)
     model = build_encoder_model(config)
     if checkpoint is not None:
         ckpt.load_weights(model.get_layer("bert_encoder"), checkpoint)
-    model.vocab_file = tf.saved_model.Asset(vocab_file)
-    model.do_lower_case = tf.Variable(do_lower_case, trainable=False, name="do_lower_case")
-    model.save(path, include_optimizer=False, save_format="tf")
+    tf.saved_model.save(SavedEncoder(model, vocab_file, do_lower_case).traced(), path)
 
 
 def save_preprocessor(path, vocab_file, do_lower_case, default_seq_length=128):

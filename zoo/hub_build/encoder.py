@@ -15,6 +15,14 @@ batches of 64, 24% fewer rows than the padded batch when sorted by length, 51% i
 The outputs at padding positions are zeros (a padded BERT computes values there that nothing
 may read: attention and pooling ignore them). Training keeps the padded computation: XLA fusion
 compiles a step per shape, and a packed batch has a new shape at every step.
+
+Called with `pooled_only=True`, the encoder returns `pooled_output` (and `default`) alone and
+computes its last layer at the first position of each sequence only: those queries attend to
+every key and value, and the attention output, layer norms and feed-forward network run on
+`batch` rows instead of every position's. The pooled output is the same (the pooler reads only
+that position), for 14% fewer model FLOPs in a training step of 6-layer MiniLM on MRPC's
+lengths (`bench/common.py`). A caller of the SavedModel asks for it with
+`hub.KerasLayer(..., arguments=dict(pooled_only=True))` (`zoo.hub.pooled_view`).
 """
 import dataclasses
 import math
@@ -118,6 +126,7 @@ class Packing:
         positions: int64 `[tokens + 1]`, each packed row's index into the flattened
             `[batch * seq]` positions (the spare row's: 0).
         rows: int64 `[batch * seq]`, each position's packed row (padding: the spare row).
+        first: int64 `[batch]`, the packed row of each sequence's first position.
         real: `[batch * seq, 1]` of 1 at a real token, 0 at padding.
     """
 
@@ -128,6 +137,8 @@ class Packing:
         self.rows = tf.where(real, tf.cumsum(tf.cast(real, tf.int64), exclusive=True),
                              tf.size(positions, out_type=tf.int64))
         self.real = tf.cast(real, dtype)[:, tf.newaxis]
+        batch, seq = tf.unstack(tf.shape(mask, out_type=tf.int64))
+        self.first = tf.gather(self.rows, tf.range(batch) * seq)
 
     def pack(self, padded):
         """`[batch * seq, ...]` -> `[tokens + 1, ...]`."""
@@ -166,28 +177,36 @@ class TransformerBlock(keras.layers.Layer):
         x = tf.reshape(x, [batch, seq, self.num_heads, self.head_size])
         return tf.transpose(x, [0, 2, 1, 3])
 
-    def call(self, x, attention_bias, batch, seq, packing=None, training=None):
+    def call(self, x, attention_bias, batch, seq, packing=None, first_rows=False,
+             training=None):
         """`x`: `[batch * seq, hidden]`, or with a `Packing` its packed rows. Activations stay
         2-D between layers, so every dense layer is one MatMul + BiasAdd (which oneDNN fuses)
-        rather than Keras' 3-D Tensordot."""
+        rather than Keras' 3-D Tensordot. With `first_rows`, the `[batch, hidden]` output at
+        each sequence's first position alone: its queries attend to the keys and values of
+        every position."""
         spread = (lambda t: t) if packing is None else packing.spread
-        queries = spread(self.query(x))
-        k = self._split_heads(spread(self.key(x)), batch, seq)
-        v = self._split_heads(spread(self.value(x)), batch, seq)
+        every, rows, spread_queries = x, seq, spread
+        if first_rows:  # each sequence's first position: [batch, hidden], in the batch's order
+            x = (tf.reshape(x, [batch, seq, self.config.hidden_size])[:, 0] if packing is None
+                 else tf.gather(x, packing.first))
+            rows, spread_queries = 1, (lambda t: t)
+        queries = spread_queries(self.query(x))
+        k = self._split_heads(spread(self.key(every)), batch, seq)
+        v = self._split_heads(spread(self.value(every)), batch, seq)
         scale = 1.0 / math.sqrt(self.head_size)
 
-        def scaled_queries():  # training: [batch * seq, hidden] values to scale, both ways
-            return tf.matmul(self._split_heads(queries * scale, batch, seq), k, transpose_b=True)
+        def scaled_queries():  # training: [batch * rows, hidden] values to scale, both ways
+            return tf.matmul(self._split_heads(queries * scale, batch, rows), k, transpose_b=True)
 
         def scaled_scores():  # inference: oneDNN fuses this scale into the batched matmul
-            return tf.matmul(self._split_heads(queries, batch, seq), k, transpose_b=True) * scale
+            return tf.matmul(self._split_heads(queries, batch, rows), k, transpose_b=True) * scale
 
         scores = by_mode(training, scaled_queries, scaled_scores)
         probs = tf.nn.softmax(scores + attention_bias, axis=-1)
         probs = self.attention_dropout(probs, training=training)
         context = tf.transpose(tf.matmul(probs, v), [0, 2, 1, 3])
-        context = tf.reshape(context, [batch * seq, self.num_heads * self.head_size])
-        if packing is not None:
+        context = tf.reshape(context, [batch * rows, self.num_heads * self.head_size])
+        if packing is not None and not first_rows:
             context = packing.pack(context)
         attended = self.hidden_dropout(self.attention_output(context), training=training)
         x = self.attention_layer_norm(x + attended)
@@ -208,46 +227,60 @@ class BertEncoder(keras.layers.Layer):
         self.pooler = keras.layers.Dense(
             config.hidden_size, activation="tanh", kernel_initializer=_init(config), name="pooler")
 
-    def call(self, inputs, training=None):
+    def call(self, inputs, training=None, pooled_only=False):
         word_ids = inputs["input_word_ids"]
         mask = tf.cast(inputs["input_mask"], self.compute_dtype)
         # Padding keys get a large negative bias, so softmax gives them zero weight.
         attention_bias = (1.0 - mask[:, tf.newaxis, tf.newaxis, :]) * -1e9
         batch, seq = tf.shape(word_ids)[0], tf.shape(word_ids)[1]
         hidden = self.config.hidden_size
-        encoder_outputs = by_mode(
-            training, lambda: self._padded(inputs, attention_bias, batch, seq, training),
-            lambda: self._packed(inputs, attention_bias, batch, seq))
-        encoder_outputs = [tf.reshape(x, [batch, seq, hidden]) for x in encoder_outputs]
+        encoded = by_mode(
+            training,
+            lambda: self._padded(inputs, attention_bias, batch, seq, training, pooled_only),
+            lambda: self._packed(inputs, attention_bias, batch, seq, pooled_only))
+        if pooled_only:
+            pooled = self.pooler(encoded)
+            return dict(pooled_output=pooled, default=pooled)
+        encoder_outputs = [tf.reshape(x, [batch, seq, hidden]) for x in encoded]
         x = encoder_outputs[-1]
         pooled = self.pooler(x[:, 0, :])
         return dict(pooled_output=pooled, sequence_output=x,
                     encoder_outputs=encoder_outputs, default=pooled)
 
-    def _padded(self, inputs, attention_bias, batch, seq, training):
-        """Each layer's `[batch * seq, hidden]` output, every position computed."""
+    def _padded(self, inputs, attention_bias, batch, seq, training, pooled_only=False):
+        """`_encode` with every position computed."""
         x = self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"],
                             training=training)
-        return self._layers(x, attention_bias, batch, seq, None, training)
+        return self._encode(x, attention_bias, batch, seq, None, training, pooled_only)
 
-    def _packed(self, inputs, attention_bias, batch, seq):
-        """Each layer's `[batch * seq, hidden]` output in inference, the real tokens alone
-        computed (`Packing`); zeros at padding."""
+    def _packed(self, inputs, attention_bias, batch, seq, pooled_only=False):
+        """`_encode` in inference, the real tokens alone computed (`Packing`)."""
         packing = Packing(inputs["input_mask"], self.compute_dtype)
         flat = lambda t: packing.pack(tf.reshape(t, [-1]))  # noqa: E731
         x = self.embeddings(flat(inputs["input_word_ids"]), flat(inputs["input_type_ids"]),
                             position_ids=packing.positions % tf.cast(seq, tf.int64),
                             training=False)
-        return self._layers(x, attention_bias, batch, seq, packing, False)
+        return self._encode(x, attention_bias, batch, seq, packing, False, pooled_only)
 
-    def _layers(self, x, attention_bias, batch, seq, packing, training):
-        """The blocks on embeddings `x`; each one's output, spread to `[batch * seq, hidden]`
-        (zeros at padding) when `packing` says which rows `x` holds."""
+    def _encode(self, x, attention_bias, batch, seq, packing, training, pooled_only):
+        """Each layer's `[batch * seq, hidden]` output from embeddings `x` (zeros at padding
+        with a `Packing`); with `pooled_only`, the last layer's `[batch, hidden]` output at the
+        first positions alone."""
+        if not pooled_only:
+            return self._layers(x, attention_bias, batch, seq, packing, training, self.blocks)[0]
+        x = self._layers(x, attention_bias, batch, seq, packing, training, self.blocks[:-1])[1]
+        return self.blocks[-1](x, attention_bias, batch, seq, packing=packing, first_rows=True,
+                               training=training)
+
+    def _layers(self, x, attention_bias, batch, seq, packing, training, blocks):
+        """`blocks` on embeddings `x`: each one's output, spread to `[batch * seq, hidden]`
+        (zeros at padding) when `packing` says which rows `x` holds, and the last one's rows as
+        computed."""
         outputs = []
-        for block in self.blocks:
+        for block in blocks:
             x = block(x, attention_bias, batch, seq, packing=packing, training=training)
             outputs.append(x if packing is None else packing.spread(x) * packing.real)
-        return outputs
+        return outputs, x
 
     def get_config(self):
         return dict(super().get_config(), config=dataclasses.asdict(self.config))
