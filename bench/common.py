@@ -169,12 +169,18 @@ def batch_tokens(batch, lengths, padding, max_seq_length):
     return real, width * len(batch)
 
 
-def train_flops_per_token(config, seq_length):
+def train_flops_per_token(config, seq_length, pooled_only=False):
     """Model FLOPs of one training token (3x forward, the usual count): per layer
-    2 (4 d^2 + 2 d d_ff) for the dense layers and 4 S d for attention scores and values."""
+    2 (4 d^2 + 2 d d_ff) for the dense layers and 4 S d for attention scores and values. With
+    `pooled_only` (zoo's classifier on a zoo-build-hub encoder, `zoo.hub.pooled_view`), the last
+    layer computes its keys and values at every position and the rest at the first one alone:
+    that layer's FLOPs per token are 4 d^2 (keys, values) plus one position's others over S."""
     d, d_ff, layers = (config["hidden_size"], config["intermediate_size"],
                        config["num_hidden_layers"])
-    return 3 * layers * (2 * (4 * d * d + 2 * d * d_ff) + 4 * seq_length * d)
+    layer = 2 * (4 * d * d + 2 * d * d_ff) + 4 * seq_length * d
+    if not pooled_only:
+        return 3 * layers * layer
+    return 3 * ((layers - 1) * layer + 4 * d * d + (layer - 4 * d * d) / seq_length)
 
 
 def timed_steps(step, batches, warmup_steps, faults=None, warmup=None):

@@ -14,13 +14,14 @@ PyTorch) in each --peer_configs setting, `bench/zoo_train.py` (zoo's training st
 setting once, the sides alternating which goes first. Each run skips the same --warmup_steps
 per policy and times the next --steps.
 
-Prints one JSON line per run, then a summary line: per setting and policy the median (and
-min, max) examples/s over the rounds, real (unpadded) tokens/s, minor page faults per step
-(pages the kernel mapped for new allocations), MFU (model FLOPs of the computed, padded tokens
-over the matmul peak of the precision that setting used, measured by its own framework in the
-same process), and the ratios zoo / peer: fp32 against fp32 and each side's best (any
-precision) against the other's, per policy and best policy against best. The machine line (CPU
-model, its amx / avx512_bf16 flags, git) is in every line.
+Prints one JSON line per run, then a summary line: per setting and policy the median (and min,
+max) examples/s over the rounds, real (unpadded) tokens/s, minor page faults per step (pages the
+kernel mapped for new allocations), MFU (model FLOPs of the computed, padded tokens, as that
+side computes them: zoo's classifier computes its last layer at [CLS] alone, see
+`common.train_flops_per_token`; over the matmul peak of the precision that setting used,
+measured by its own framework in the same process), and the ratios zoo / peer: fp32 against fp32
+and each side's best (any precision) against the other's, per policy and best policy against
+best. The machine line (CPU model, its amx / avx512_bf16 flags, git) is in every line.
 """
 import json
 import os
@@ -115,17 +116,20 @@ def summary(runs, plan, lengths, config):
     work = {}
     for padding, rows in plan.items():
         timed = rows[FLAGS.warmup_steps:]
-        real, computed, flops = 0, 0, 0.0
+        real, computed, flops = 0, 0, {False: 0.0, True: 0.0}
         for batch in timed:
             r, c = batch_tokens(batch, lengths, padding, FLAGS.max_seq_length)
             real, computed = real + r, computed + c
-            flops += c * train_flops_per_token(config, c // len(batch))
+            for pooled_only in flops:
+                flops[pooled_only] += c * train_flops_per_token(config, c // len(batch),
+                                                                pooled_only)
         work[padding] = dict(examples=len(timed) * FLAGS.batch_size, real_tokens=real,
                              computed_tokens=computed, flops=flops)
     settings = {}
     for one in runs:
         key = f"{one['side']}:{one['config']}"
         entry = settings.setdefault(key, dict(side=one["side"], precision=one["precision"],
+                                              pooled_only=one.get("pooled_only", False),
                                               runs=[], peaks=[], faults=[], warmups=[]))
         if "tfmalloc" in one["config"].split("-"):
             entry["not_a_best"] = True  # an A/B of a setting zoo's users do not run
@@ -144,7 +148,7 @@ def summary(runs, plan, lengths, config):
                 examples_per_second=round(w["examples"] / middle, 2),
                 min=round(min(rates), 2), max=round(max(rates), 2),
                 real_tokens_per_second=round(w["real_tokens"] / middle, 1),
-                mfu=round(w["flops"] / middle / 1e9 / peak, 3))
+                mfu=round(w["flops"][entry["pooled_only"]] / middle / 1e9 / peak, 3))
             faults = [f[padding] for f in entry["faults"] if padding in f]
             if faults:
                 entry[padding]["page_faults_per_step"] = statistics.median(faults)

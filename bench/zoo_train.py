@@ -14,7 +14,8 @@ zoo's own training step (`zoo.steps.step_functions`: forward, loss, backward, cl
 on for fixed padding on a CPU with AMX). Batches are cut to their longest row except with fixed
 padding. The first --warmup_steps of each policy are not timed. Prints one JSON line: the
 seconds and the page faults of each policy's timed steps, the seconds of its untimed first steps
-(tracing and, with XLA fusion, compiling), the settings, threads and the matmul peak of the
+(tracing and, with XLA fusion, compiling), the settings (`pooled_only`: the encoder computed
+its last layer at [CLS] alone), threads and the matmul peak of the
 precision used, measured by TensorFlow in the same process.
 """
 import json
@@ -134,6 +135,8 @@ def main(argv):
             batches, output_signature=(spec, label_spec))
         keras.utils.set_random_seed(0)
         core = build_core(encoder)
+        # the classifier's encoder computes its last layer at [CLS] alone (zoo.hub.pooled_view)
+        results["pooled_only"] = core.get_layer("encoder") is not encoder
         optimizer = create_optimizer(5e-5, len(rows), 0, jit_compile=fused)
         train_step, _ = step_functions(core, optimizer, loss, {}, strategy,
                                        len(rows[0]))
