@@ -172,11 +172,15 @@ ENCODER_OUTPUTS = ("pooled_output", "sequence_output")
 PREPROCESSOR_PARTS = ("tokenize", "bert_pack_inputs")
 
 
+def _traces(loaded):
+    """The concrete functions of a loaded object's __call__ (none if it has no such call)."""
+    return getattr(getattr(loaded, "__call__", None), "concrete_functions", []) or []
+
+
 def _signatures(loaded):
     """(inputs, outputs) of each concrete function of a loaded object's __call__."""
-    call = getattr(loaded, "__call__", None)
     result = []
-    for concrete in getattr(call, "concrete_functions", []) or []:
+    for concrete in _traces(loaded):
         args = concrete.structured_input_signature[0]
         inputs = args[0] if args else None
         result.append((inputs, concrete.structured_outputs))
@@ -230,14 +234,12 @@ def pooled_view(encoder):
     """`encoder` (an `encoder_layer`) asking for `pooled_output` alone, if its SavedModel's
     `__call__` takes `pooled_only` (as zoo-build-hub encoders do; see
     `zoo.hub_build.build.SavedEncoder`): a `hub.KerasLayer` of the same loaded model, name and
-    variables (it reads no file: on a TPU, the host read `encoder`'s), whose training step then
-    computes the last layer at [CLS] only. Any other encoder (or a layer that is not a
-    `hub.KerasLayer`) is returned as it is."""
+    variables (it reads no file: on a TPU, the host read `encoder`'s), for which the encoder
+    computes its last layer at [CLS] only, in training and in inference. Any other encoder (or
+    a layer that is not a `hub.KerasLayer`) is returned as it is."""
     loaded = getattr(encoder, "_func", None)
-    call = getattr(loaded, "__call__", None)
     if not isinstance(encoder, hub.KerasLayer) or not any(
-            "pooled_only" in concrete.function_type.parameters
-            for concrete in getattr(call, "concrete_functions", []) or []):
+            "pooled_only" in concrete.function_type.parameters for concrete in _traces(loaded)):
         return encoder
     return hub.KerasLayer(loaded, trainable=encoder.trainable, name=encoder.name,
                           arguments=dict(pooled_only=True))

@@ -63,16 +63,13 @@ class SavedEncoder(tf.__internal__.tracking.AutoTrackable):
     `variables`, `trainable_variables`, `regularization_losses`, as `hub.KerasLayer` loads it)
     of the Keras encoder, plus its vocabulary and casing. `__call__` also takes `pooled_only`
     (`hub.KerasLayer(..., arguments=dict(pooled_only=True))`): `pooled_output` alone, its last
-    layer computed at the first positions only in training (see `zoo.hub_build.encoder`).
+    layer computed at the first positions only (see `zoo.hub_build.encoder`).
 
     Args:
         model: the Keras model of `build_encoder_model`.
         vocab_file: the WordPiece vocabulary, kept as an asset.
         do_lower_case: whether the vocabulary is uncased.
     """
-
-    INPUTS = {name: tf.TensorSpec([None, None], tf.int32)
-              for name in ("input_word_ids", "input_mask", "input_type_ids")}
 
     def __init__(self, model, vocab_file, do_lower_case):
         self.model = model
@@ -88,10 +85,12 @@ class SavedEncoder(tf.__internal__.tracking.AutoTrackable):
                                                     pooled_only=pooled_only)
 
     def traced(self):
-        """`__call__`'s traces for each value of `training` and `pooled_only`."""
+        """`__call__`'s traces for each value of `training` and `pooled_only`, on the model's
+        inputs."""
+        inputs = {name: t.type_spec for name, t in self.model.input.items()}
         for training in (False, True):
             for pooled_only in (False, True):
-                self.__call__.get_concrete_function(self.INPUTS, training, pooled_only)
+                self.__call__.get_concrete_function(inputs, training, pooled_only)
         return self
 
 
