@@ -1,4 +1,6 @@
 """zoo.frozen_core: a core frozen for serving, in fp32 or rewritten to bf16 (--export_precision)."""
+import copy
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -67,12 +69,47 @@ def test_a_small_request_takes_the_small_request_copy(classifier, precision):
         expected = core(inputs, training=False).numpy()
         np.testing.assert_allclose(frozen(inputs).numpy(), expected,
                                    atol=tolerance * max(1.0, np.abs(expected).max()))
+    # the small-request copy's attention runs on TensorFlow's own kernels, the other's on oneDNN's
+    ops = {(node.name.split("/")[0], node.op)
+           for node in frozen._graph_def.node}  # pylint: disable=protected-access
+    assert {("large", "BatchMatMulV2"), ("large", "Softmax"),
+            ("small_request", "BatchMatMulV3"), ("small_request", "RealDiv")} <= ops
+    assert not {("small_request", "BatchMatMulV2"), ("small_request", "Softmax")} & ops
     large_before = frozen(large).numpy()
     small_before = frozen(small).numpy()
     for vector in [v for v in frozen.variables if v.shape.rank == 1]:
         vector.assign(tf.zeros_like(vector))  # only the small-request copy reads these
     np.testing.assert_array_equal(frozen(large).numpy(), large_before)
     assert not np.allclose(frozen(small).numpy(), small_before)
+
+
+@pytest.mark.parametrize("dtype", [tf.float32, tf.bfloat16])
+def test_own_attention_kernels_compute_the_same_attention(dtype):
+    graph = tf.Graph()
+    with graph.as_default():
+        q, k, v = (tf.compat.v1.placeholder(dtype, [1, 2, None, 4], name=name)
+                   for name in "qkv")
+        probs = tf.nn.softmax(tf.matmul(q, k, transpose_b=True) * 0.5 - 3.0)
+        tf.identity(tf.matmul(probs, v), name="context")
+    graph_def = graph.as_graph_def()
+    rewritten = frozen_core.own_attention_kernels(copy.deepcopy(graph_def))
+    assert [node.op for node in graph_def.node].count("BatchMatMulV2") == 2
+    ops = [node.op for node in rewritten.node]
+    assert ops.count("BatchMatMulV3") == 2 and not {"BatchMatMulV2", "Softmax"} & set(ops)
+
+    def attention(graph_def, inputs):
+        return tf.function(lambda inputs: tf.graph_util.import_graph_def(
+            graph_def, input_map=inputs, return_elements=["context:0"])[0])(inputs)
+
+    rng = np.random.default_rng(0)
+    inputs = {f"{name}:0": tf.constant(rng.normal(size=(1, 2, 5, 4)) * 3, dtype)
+              for name in "qkv"}
+    expected = tf.cast(attention(graph_def, inputs), tf.float32).numpy()
+    got = attention(rewritten, inputs)
+    assert got.dtype == dtype
+    # bf16: a few units of its last place (8 bits of mantissa) on values up to about 10
+    np.testing.assert_allclose(tf.cast(got, tf.float32).numpy(), expected,
+                               atol=1e-5 if dtype == tf.float32 else 0.15)
 
 
 @needs_rewrite

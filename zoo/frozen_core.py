@@ -19,7 +19,10 @@ norms' parameters and the biases from variables, so they stay plain ops; the mat
 the same constants in both copies. For the same reason of a fixed cost (of a oneDNN reorder)
 the attention's transposes are done on the bits as integers (`integer_transposes`): at batch
 64 it made no difference, for one text it was as large a saving as the small-request copy's
-(the effect on an export: BENCHMARKS.md, inference).
+(the effect on an export: BENCHMARKS.md, inference). The small-request copy also runs its
+attention's batched matmuls and softmax on TensorFlow's own kernels (`own_attention_kernels`):
+oneDNN's spread their work over every thread however small it is, and on a dozen heads of a
+few tokens waking the other threads costs more than the work.
 
 The export is fast on a CPU with native bf16 (AMX-BF16 or AVX512_BF16); elsewhere oneDNN would
 emulate bf16 (not measured): fp32 stays the default.
@@ -152,14 +155,48 @@ def integer_transposes(graph_def):
     return graph_def
 
 
+def own_attention_kernels(graph_def):
+    """`graph_def`, changed in place: each BatchMatMulV2 made a BatchMatMulV3 of the same types,
+    and each Softmax computed as exp(x - max x) / sum exp(x - max x) over its last axis, so that
+    TensorFlow's own kernels run them instead of oneDNN's (its rewrite takes BatchMatMulV2 and
+    Softmax, not these). A oneDNN op splits its work over every intra-op thread however small
+    the tensors (only its inner products run small ones single-threaded); TensorFlow's kernels
+    run a small op on the calling thread. For the small-request copy: on a batch, oneDNN's are
+    the faster."""
+    int32 = tf.int32.as_datatype_enum
+    for node in list(graph_def.node):
+        if node.op == "BatchMatMulV2":
+            dtype = node.attr["T"].type
+            node.op = "BatchMatMulV3"
+            del node.attr["T"]
+            for key in ("Ta", "Tb", "Tout"):
+                node.attr[key].type = dtype
+        elif node.op == "Softmax":
+            dtype, logits, name = node.attr["T"].type, node.input[0], node.name
+            axis = graph_def.node.add(name=f"{name}/axis", op="Const")
+            axis.attr["dtype"].type = int32
+            axis.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(-1, tf.int32))
+            for op, inputs in (("Max", [logits, axis.name]), ("Sub", [logits, f"{name}/Max"]),
+                               ("Exp", [f"{name}/Sub"]), ("Sum", [f"{name}/Exp", axis.name])):
+                added = graph_def.node.add(name=f"{name}/{op}", op=op, input=inputs)
+                added.attr["T"].type = dtype
+                if op in ("Max", "Sum"):
+                    added.attr["Tidx"].type, added.attr["keep_dims"].b = int32, True
+            node.op = "RealDiv"
+            del node.input[:]
+            node.input.extend([f"{name}/Exp", f"{name}/Sum"])
+    return graph_def
+
+
 def size_switched(graph_def, input_names, fetches, max_small_tokens=SMALL_REQUEST_TOKENS):
     """(graph_def, fetches, names, values): `graph_def` computed by one of two copies, chosen
     per call by the size of `input_names[0]`. Up to `max_small_tokens` ids (batch x length),
     the small-request copy, which reads each float vector constant that no matmul reads (layer
     norm scales and offsets, biases) from a new placeholder (`names`, to be fed `values`);
-    above, the copy as it was. The copies share every other constant (the matmul weights
-    among them) and the placeholders of `graph_def`; the new `fetches` merge the outputs of
-    the two (only the copy taken runs). A constant that no output needs is dropped."""
+    above, the copy as it was. The small-request copy's attention runs on TensorFlow's own
+    kernels (`own_attention_kernels`). The copies share every other constant of `graph_def`
+    (the matmul weights among them) and its placeholders; the new `fetches` merge the outputs
+    of the two (only the copy taken runs). A constant that no output needs is dropped."""
     if any(node.op in _CONTROL_FLOW for node in graph_def.node):
         return graph_def, fetches, [], []  # a graph with control flow of its own is left as is
     graph_def = copy.deepcopy(graph_def)
@@ -167,7 +204,7 @@ def size_switched(graph_def, input_names, fetches, max_small_tokens=SMALL_REQUES
         if node.op == "Const":  # (control inputs of an inlined function's constants order
             del node.input[:]   # nothing here, but would make them dead in the other copy)
     matmul_inputs = _matmul_inputs(graph_def)
-    small_def = copy.deepcopy(graph_def)
+    small_def = own_attention_kernels(copy.deepcopy(graph_def))
     names, values = [], []
     for node in small_def.node:
         if (node.op != "Const" or node.name in matmul_inputs
@@ -191,8 +228,10 @@ def size_switched(graph_def, input_names, fetches, max_small_tokens=SMALL_REQUES
                 data=fed[f"{name}:0"], pred=small)
         large = tf.graph_util.import_graph_def(graph_def, input_map=large_map,
                                                return_elements=fetches, name="large")
-        small_map.update({f"{node.name}:0": graph.get_tensor_by_name(f"large/{node.name}:0")
-                          for node in small_def.node if node.op == "Const"})
+        in_both = ({node.name for node in graph_def.node if node.op == "Const"}
+                   & {node.name for node in small_def.node if node.op == "Const"})
+        small_map.update({f"{name}:0": graph.get_tensor_by_name(f"large/{name}:0")
+                          for name in in_both})
         small_outputs = tf.graph_util.import_graph_def(small_def, input_map=small_map,
                                                        return_elements=fetches,
                                                        name="small_request")
