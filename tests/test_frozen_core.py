@@ -1,11 +1,9 @@
 """zoo.frozen_core: a core frozen for serving, in fp32 or rewritten to bf16 (--export_precision)."""
-import copy
-
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from zoo import export, frozen_core, models, precision
+from zoo import export, frozen_core, models, precision, small_requests
 from zoo.data.pipeline import trim_to_longest
 from zoo.errors import UsageError
 
@@ -63,7 +61,7 @@ def test_a_small_request_takes_the_small_request_copy(classifier, precision):
     frozen = frozen_core.FrozenCore(core, precision)
     small = trim_to_longest(_inputs(packer, ["yes"]))  # 1 x 3 ids
     large = _inputs(packer, TEXTS)  # 3 x 32 ids, over SMALL_REQUEST_TOKENS
-    assert 3 * 32 > frozen_core.SMALL_REQUEST_TOKENS >= 3
+    assert 3 * 32 > small_requests.SMALL_REQUEST_TOKENS >= 3
     tolerance = 2e-4 if precision == "fp32" else 0.03
     for inputs in (small, large):  # each copy computes what the core does
         expected = core(inputs, training=False).numpy()
@@ -81,35 +79,6 @@ def test_a_small_request_takes_the_small_request_copy(classifier, precision):
         vector.assign(tf.zeros_like(vector))  # only the small-request copy reads these
     np.testing.assert_array_equal(frozen(large).numpy(), large_before)
     assert not np.allclose(frozen(small).numpy(), small_before)
-
-
-@pytest.mark.parametrize("dtype", [tf.float32, tf.bfloat16])
-def test_own_attention_kernels_compute_the_same_attention(dtype):
-    graph = tf.Graph()
-    with graph.as_default():
-        q, k, v = (tf.compat.v1.placeholder(dtype, [1, 2, None, 4], name=name)
-                   for name in "qkv")
-        probs = tf.nn.softmax(tf.matmul(q, k, transpose_b=True) * 0.5 - 3.0)
-        tf.identity(tf.matmul(probs, v), name="context")
-    graph_def = graph.as_graph_def()
-    rewritten = frozen_core.own_attention_kernels(copy.deepcopy(graph_def))
-    assert [node.op for node in graph_def.node].count("BatchMatMulV2") == 2
-    ops = [node.op for node in rewritten.node]
-    assert ops.count("BatchMatMulV3") == 2 and not {"BatchMatMulV2", "Softmax"} & set(ops)
-
-    def attention(graph_def, inputs):
-        return tf.function(lambda inputs: tf.graph_util.import_graph_def(
-            graph_def, input_map=inputs, return_elements=["context:0"])[0])(inputs)
-
-    rng = np.random.default_rng(0)
-    inputs = {f"{name}:0": tf.constant(rng.normal(size=(1, 2, 5, 4)) * 3, dtype)
-              for name in "qkv"}
-    expected = tf.cast(attention(graph_def, inputs), tf.float32).numpy()
-    got = attention(rewritten, inputs)
-    assert got.dtype == dtype
-    # bf16: a few units of its last place (8 bits of mantissa) on values up to about 10
-    np.testing.assert_allclose(tf.cast(got, tf.float32).numpy(), expected,
-                               atol=1e-5 if dtype == tf.float32 else 0.15)
 
 
 @needs_rewrite

@@ -11,18 +11,12 @@ checkpoint holds them, and the graph a serving process loads stays smaller. The 
 int32 ids) and outputs (fp32 logits) do not change, so the serving modules of `zoo.export` take
 it where they took the core.
 
-A request of a few tokens takes a second copy of the computation (`size_switched`): TensorFlow
-fuses a layer normalization whose scale and offset are constants into one oneDNN op, which is
-faster on a batch but has a fixed cost on every call (it converts the scale and offset anew
-each time), which dominates when a call has a few tokens. The small-request copy reads the layer
-norms' parameters and the biases from variables, so they stay plain ops; the matmul weights are
-the same constants in both copies. For the same reason of a fixed cost (of a oneDNN reorder)
-the attention's transposes are done on the bits as integers (`integer_transposes`): at batch
-64 it made no difference, for one text it was as large a saving as the small-request copy's
-(the effect on an export: BENCHMARKS.md, inference). The small-request copy also runs its
-attention's batched matmuls and softmax on TensorFlow's own kernels (`own_attention_kernels`):
-oneDNN's spread their work over every thread however small it is, and on a dozen heads of a
-few tokens waking the other threads costs more than the work.
+A request of a few tokens takes a second copy of the computation (`zoo.small_requests`), made
+for calls where a fixed cost per op, not arithmetic, decides the time; the matmul weights are
+the same constants in both copies. For a fixed cost of the same kind (a oneDNN reorder) every
+transpose of the graph is done on the bits as integers (`integer_transposes`): at batch 64 it
+made no difference, for one text it was as large a saving as the small-request copy's (the
+effect on an export: BENCHMARKS.md, inference).
 
 The export is fast on a CPU with native bf16 (AMX-BF16 or AVX512_BF16); elsewhere oneDNN would
 emulate bf16 (not measured): fp32 stays the default.
@@ -33,19 +27,12 @@ import copy
 import tensorflow as tf
 # What TensorFlow's own converters (TFLite, TF-TRT) use to freeze a function; none of it has a
 # public `tf.` name.
-from tensorflow.core.framework import tensor_shape_pb2
 from tensorflow.python.framework import convert_to_constants, tensor_util
 
-from zoo import grappler, precision as zoo_precision
+from zoo import grappler, precision as zoo_precision, small_requests
 from zoo.errors import UsageError
 from zoo.models import INPUT_NAMES
 
-_MATMULS = ("MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3")
-# ids in a call (batch x length) up to which the small-request copy runs: timing the bf16
-# MiniLM-L6 graph on an AMD EPYC with AVX512_BF16, that copy was the faster one at 1 x 64, as
-# fast at about 96 ids, slower from 128 on
-SMALL_REQUEST_TOKENS = 64
-_CONTROL_FLOW = ("Switch", "Merge", "Enter", "Exit", "NextIteration")
 _SAME_WIDTH_INTEGER = {tf.bfloat16.as_datatype_enum: tf.int16.as_datatype_enum,
                        tf.float32.as_datatype_enum: tf.int32.as_datatype_enum}
 
@@ -71,26 +58,6 @@ def bf16_graph(graph_def, fetches):
                              layout_optimizer=grappler.RewriterConfig.OFF)
 
 
-def _upstream(graph_def, names, through=None):
-    """Names of the nodes `names` and of those they read, following the inputs of every node
-    (or, with `through`, only of nodes of those op types)."""
-    nodes = {node.name: node for node in graph_def.node}
-    pending, found = list(names), set()
-    while pending:
-        name = pending.pop().split(":")[0].lstrip("^")
-        if name not in found and name in nodes:
-            found.add(name)
-            if through is None or nodes[name].op in through:
-                pending.extend(nodes[name].input)
-    return found
-
-
-def _matmul_inputs(graph_def):
-    """Names of the nodes whose output a matmul reads, directly or through Identity nodes."""
-    return _upstream(graph_def, [name for node in graph_def.node if node.op in _MATMULS
-                                 for name in node.input], through=("Identity",))
-
-
 def weights_as_inputs(graph_def, min_size=4096):
     """(graph_def with each constant of `min_size` elements or more that no matmul reads made a
     placeholder, the names of those placeholders, their values).
@@ -101,10 +68,10 @@ def weights_as_inputs(graph_def, min_size=4096):
     rest stay constants: oneDNN converts a constant matmul weight to its blocked layout once
     and caches it (a weight fed as an input is converted on every call), and fuses layer
     normalization only when its scale and offset are constants; in a batched bf16 call
-    either costs more than the load time gained (for a small request, see `size_switched`).
+    either costs more than the load time gained (for a small request, see `zoo.small_requests`).
     """
     graph_def = copy.deepcopy(graph_def)
-    matmul_inputs = _matmul_inputs(graph_def)
+    matmul_inputs = grappler.matmul_inputs(graph_def)
     names, values = [], []
     for node in graph_def.node:
         if node.op != "Const" or node.name in matmul_inputs:
@@ -112,20 +79,10 @@ def weights_as_inputs(graph_def, min_size=4096):
         value = tensor_util.MakeNdarray(node.attr["value"].tensor)
         if value.size < min_size:
             continue
-        _placeholder(node, value)
+        grappler.make_placeholder(node, value)
         names.append(node.name)
         values.append(value)
     return graph_def, names, values
-
-
-def _placeholder(node, value):
-    """Turns the Const `node` into a Placeholder of `value`'s type and shape."""
-    dtype = node.attr["dtype"]
-    node.op = "Placeholder"
-    node.ClearField("attr")
-    node.attr["dtype"].CopyFrom(dtype)
-    node.attr["shape"].shape.CopyFrom(tensor_shape_pb2.TensorShapeProto(
-        dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=n) for n in value.shape]))
 
 
 def integer_transposes(graph_def):
@@ -153,97 +110,6 @@ def integer_transposes(graph_def):
             nodes += [bits, moved]
     graph_def.node.extend(nodes)
     return graph_def
-
-
-def own_attention_kernels(graph_def):
-    """`graph_def`, changed in place: each BatchMatMulV2 made a BatchMatMulV3 of the same types,
-    and each Softmax computed as exp(x - max x) / sum exp(x - max x) over its last axis, so that
-    TensorFlow's own kernels run them instead of oneDNN's (its rewrite takes BatchMatMulV2 and
-    Softmax, not these). A oneDNN op splits its work over every intra-op thread however small
-    the tensors (only its inner products run small ones single-threaded); TensorFlow's kernels
-    run a small op on the calling thread. For the small-request copy: on a batch, oneDNN's are
-    the faster."""
-    int32 = tf.int32.as_datatype_enum
-    for node in list(graph_def.node):
-        if node.op == "BatchMatMulV2":
-            dtype = node.attr["T"].type
-            node.op = "BatchMatMulV3"
-            del node.attr["T"]
-            for key in ("Ta", "Tb", "Tout"):
-                node.attr[key].type = dtype
-        elif node.op == "Softmax":
-            dtype, logits, name = node.attr["T"].type, node.input[0], node.name
-            axis = graph_def.node.add(name=f"{name}/axis", op="Const")
-            axis.attr["dtype"].type = int32
-            axis.attr["value"].tensor.CopyFrom(tf.make_tensor_proto(-1, tf.int32))
-            for op, inputs in (("Max", [logits, axis.name]), ("Sub", [logits, f"{name}/Max"]),
-                               ("Exp", [f"{name}/Sub"]), ("Sum", [f"{name}/Exp", axis.name])):
-                added = graph_def.node.add(name=f"{name}/{op}", op=op, input=inputs)
-                added.attr["T"].type = dtype
-                if op in ("Max", "Sum"):
-                    added.attr["Tidx"].type, added.attr["keep_dims"].b = int32, True
-            node.op = "RealDiv"
-            del node.input[:]
-            node.input.extend([f"{name}/Exp", f"{name}/Sum"])
-    return graph_def
-
-
-def size_switched(graph_def, input_names, fetches, max_small_tokens=SMALL_REQUEST_TOKENS):
-    """(graph_def, fetches, names, values): `graph_def` computed by one of two copies, chosen
-    per call by the size of `input_names[0]`. Up to `max_small_tokens` ids (batch x length),
-    the small-request copy, which reads each float vector constant that no matmul reads (layer
-    norm scales and offsets, biases) from a new placeholder (`names`, to be fed `values`);
-    above, the copy as it was. The small-request copy's attention runs on TensorFlow's own
-    kernels (`own_attention_kernels`). The copies share every other constant of `graph_def`
-    (the matmul weights among them) and its placeholders; the new `fetches` merge the outputs
-    of the two (only the copy taken runs). A constant that no output needs is dropped."""
-    if any(node.op in _CONTROL_FLOW for node in graph_def.node):
-        return graph_def, fetches, [], []  # a graph with control flow of its own is left as is
-    graph_def = copy.deepcopy(graph_def)
-    for node in graph_def.node:
-        if node.op == "Const":  # (control inputs of an inlined function's constants order
-            del node.input[:]   # nothing here, but would make them dead in the other copy)
-    matmul_inputs = _matmul_inputs(graph_def)
-    small_def = own_attention_kernels(copy.deepcopy(graph_def))
-    names, values = [], []
-    for node in small_def.node:
-        if (node.op != "Const" or node.name in matmul_inputs
-                or not tf.dtypes.as_dtype(node.attr["dtype"].type).is_floating):
-            continue
-        value = tensor_util.MakeNdarray(node.attr["value"].tensor)
-        if value.ndim == 1 and value.size > 1:
-            _placeholder(node, value)
-            names.append(f"small_request/{node.name}")
-            values.append(value)
-    graph = tf.Graph()
-    with graph.as_default():
-        fed = {f"{node.name}:0": tf.compat.v1.placeholder(
-            node.attr["dtype"].type, tf.TensorShape(node.attr["shape"].shape), name=node.name)
-            for node in graph_def.node if node.op == "Placeholder"}
-        small = tf.less_equal(tf.size(fed[f"{input_names[0]}:0"]), max_small_tokens,
-                              name="is_small_request")
-        large_map, small_map = dict(fed), dict(fed)
-        for name in input_names:
-            large_map[f"{name}:0"], small_map[f"{name}:0"] = tf.raw_ops.Switch(
-                data=fed[f"{name}:0"], pred=small)
-        large = tf.graph_util.import_graph_def(graph_def, input_map=large_map,
-                                               return_elements=fetches, name="large")
-        in_both = ({node.name for node in graph_def.node if node.op == "Const"}
-                   & {node.name for node in small_def.node if node.op == "Const"})
-        small_map.update({f"{name}:0": graph.get_tensor_by_name(f"large/{name}:0")
-                          for name in in_both})
-        small_outputs = tf.graph_util.import_graph_def(small_def, input_map=small_map,
-                                                       return_elements=fetches,
-                                                       name="small_request")
-        merged = [tf.identity(tf.raw_ops.Merge(inputs=[one, other]).output,
-                              name=f"output_{i}")
-                  for i, (one, other) in enumerate(zip(large, small_outputs))]
-    whole = graph.as_graph_def()
-    needed = _upstream(whole, [t.name for t in merged])
-    kept = tf.compat.v1.GraphDef(versions=whole.versions, library=whole.library)
-    kept.node.extend(node for node in whole.node if node.name in needed)
-    used = [i for i, name in enumerate(names) if name in needed]
-    return kept, [t.name for t in merged], [names[i] for i in used], [values[i] for i in used]
 
 
 def op_dtypes(graph_def):
@@ -283,7 +149,7 @@ class FrozenCore(tf.Module):
         if precision == "bf16":
             graph_def = bf16_graph(graph_def, fetches)
             if not any(dtype == "bfloat16" for (op, dtype) in op_dtypes(graph_def)
-                       if op in _MATMULS):
+                       if op in grappler.MATMULS):
                 raise UsageError(
                     "--export_precision=bf16: TensorFlow's oneDNN bf16 rewrite left every matmul "
                     "in fp32 on this CPU (it needs AVX-512 or AVX-NE-CONVERT); export in fp32, "
@@ -291,7 +157,7 @@ class FrozenCore(tf.Module):
         graph_def, weight_names, values = weights_as_inputs(graph_def)
         input_names = [t.name.split(":")[0] for t in frozen.inputs]
         grappler.drop_control_inputs(graph_def, input_names + weight_names)
-        graph_def, fetches, small_names, small_values = size_switched(
+        graph_def, fetches, small_names, small_values = small_requests.size_switched(
             integer_transposes(graph_def), input_names, fetches)
         weight_names += small_names
         self.weights = [tf.Variable(value, trainable=False, name=name.replace("/", "_"))

@@ -1,13 +1,15 @@
-"""GraphDef work at export time: running TensorFlow's graph optimizer (Grappler), and
-readying a graph's nodes to be fed by `tf.graph_util.import_graph_def`.
+"""GraphDef work at export time: running TensorFlow's graph optimizer (Grappler), finding what
+nodes read, and readying a graph's nodes to be fed by `tf.graph_util.import_graph_def`.
 
 Grappler is run the way TensorFlow's own converters (TFLite, TF-TRT) run it; none of that has a
 public `tf.` name.
 """
+from tensorflow.core.framework import tensor_shape_pb2
 from tensorflow.core.protobuf import config_pb2, meta_graph_pb2, rewriter_config_pb2
 from tensorflow.python.grappler import tf_optimizer
 
 RewriterConfig = rewriter_config_pb2.RewriterConfig
+MATMULS = ("MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3")
 
 
 def optimize(graph_def, keep, optimizers=None, **options):
@@ -38,3 +40,33 @@ def drop_control_inputs(graph_def, names):
         kept = [i for i in node.input if i not in edges]
         del node.input[:]
         node.input.extend(kept)
+
+
+def upstream(graph_def, names, through=None):
+    """Names of the nodes `names` and of those they read, following the inputs of every node
+    (or, with `through`, only of nodes of those op types)."""
+    nodes = {node.name: node for node in graph_def.node}
+    pending, found = list(names), set()
+    while pending:
+        name = pending.pop().split(":")[0].lstrip("^")
+        if name not in found and name in nodes:
+            found.add(name)
+            if through is None or nodes[name].op in through:
+                pending.extend(nodes[name].input)
+    return found
+
+
+def matmul_inputs(graph_def):
+    """Names of the nodes whose output a matmul reads, directly or through Identity nodes."""
+    return upstream(graph_def, [name for node in graph_def.node if node.op in MATMULS
+                                for name in node.input], through=("Identity",))
+
+
+def make_placeholder(node, value):
+    """Turns the Const `node` into a Placeholder of `value`'s type and shape."""
+    dtype = node.attr["dtype"]
+    node.op = "Placeholder"
+    node.ClearField("attr")
+    node.attr["dtype"].CopyFrom(dtype)
+    node.attr["shape"].shape.CopyFrom(tensor_shape_pb2.TensorShapeProto(
+        dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=n) for n in value.shape]))
