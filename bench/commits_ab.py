@@ -22,7 +22,7 @@ import tempfile
 
 from absl import app, flags
 
-from common import machine
+from common import machine, short_sha, worktrees
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 flags.DEFINE_string("base", None, "The commit to compare with (a git revision).")
@@ -49,31 +49,17 @@ def main(argv):
     if len(argv) < 2:
         raise SystemExit("give the command after --: MODULE FLAGS...")
     module, args = argv[1], argv[2:]
-    def sha(revision):
-        return subprocess.run(["git", "rev-parse", "--short=12", revision], cwd=ROOT,
-                              capture_output=True, text=True, check=True).stdout.strip()
-
-    revisions = {"base": sha(FLAGS.base), "this": sha(FLAGS.this) if FLAGS.this else None}
+    revisions = {"base": short_sha(ROOT, FLAGS.base),
+                 "this": short_sha(ROOT, FLAGS.this) if FLAGS.this else None}
     runs = {"base": [], "this": []}
-    with tempfile.TemporaryDirectory(prefix="zoo-bench-ab-") as work:
-        trees = {"this": ROOT}
-        try:
-            for name, revision in revisions.items():
-                if revision:
-                    trees[name] = os.path.join(work, name)
-                    subprocess.run(["git", "worktree", "add", "--detach", trees[name], revision],
-                                   cwd=ROOT, capture_output=True, check=True)
-            measured_on = machine(trees["this"])
-            for round_ in range(FLAGS.repeats):
-                order = ("base", "this") if round_ % 2 == 0 else ("this", "base")
-                for name in order:
-                    model_dir = os.path.join(work, f"{name}_{round_}")
-                    runs[name].append(timed_run(trees[name], module, args, model_dir))
-        finally:
-            for name, tree in trees.items():
-                if tree != ROOT:
-                    subprocess.run(["git", "worktree", "remove", "--force", tree], cwd=ROOT,
-                                   capture_output=True, check=False)
+    with tempfile.TemporaryDirectory(prefix="zoo-bench-ab-") as work, \
+            worktrees(ROOT, revisions) as trees:
+        measured_on = machine(trees["this"])
+        for round_ in range(FLAGS.repeats):
+            order = ("base", "this") if round_ % 2 == 0 else ("this", "base")
+            for name in order:
+                model_dir = os.path.join(work, f"{name}_{round_}")
+                runs[name].append(timed_run(trees[name], module, args, model_dir))
     results = dict(machine=measured_on,
                    base_commit=revisions["base"], this_commit=revisions["this"] or "working tree",
                    command=[module, *args])

@@ -1,11 +1,13 @@
 """What the benchmarks share, with no framework imported: running a side in a process of its own,
 the MiniLM folder, the data, the timing loops (both sides use them) and the machine line."""
+import contextlib
 import csv
 import json
 import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -23,6 +25,33 @@ def run_script(args, cwd=None, env=None, name=None):
     if done.returncode:
         raise SystemExit(f"{name or ' '.join(args[:2])} failed:\n{done.stderr[-3000:]}")
     return done.stdout
+
+
+def short_sha(root, revision):
+    """The 12-character commit hash of git `revision` in the checkout `root`."""
+    return subprocess.run(["git", "rev-parse", "--short=12", revision], cwd=root,
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+@contextlib.contextmanager
+def worktrees(root, revisions):
+    """{name: checkout folder} for {name: git revision or None}: a revision is checked out
+    into a temporary git worktree of `root` (removed on exit), None is `root` as it is."""
+    with tempfile.TemporaryDirectory(prefix="zoo-bench-trees-") as work:
+        trees = {}
+        try:
+            for name, revision in revisions.items():
+                trees[name] = root
+                if revision:
+                    trees[name] = os.path.join(work, name)
+                    subprocess.run(["git", "worktree", "add", "--detach", trees[name], revision],
+                                   cwd=root, capture_output=True, check=True)
+            yield trees
+        finally:
+            for tree in trees.values():
+                if tree != root:
+                    subprocess.run(["git", "worktree", "remove", "--force", tree], cwd=root,
+                                   capture_output=True, check=False)
 
 
 def last_json(output):

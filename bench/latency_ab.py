@@ -17,14 +17,14 @@ differently); and the machine.
 """
 import json
 import os
-import subprocess
 import tempfile
 import time
 
 from absl import app, flags
 import numpy as np
 
-from common import BENCH, last_json, machine, run_script, serving_env, sst2_sentences
+from common import (BENCH, last_json, machine, run_script, serving_env, short_sha,
+                    sst2_sentences, worktrees)
 
 ROOT = os.path.dirname(BENCH)
 flags.DEFINE_string("base", None, "The commit to compare with (a git revision).")
@@ -101,37 +101,23 @@ def main(argv):
     if not FLAGS.base:
         raise SystemExit("--base is required")
 
-    def sha(revision):
-        return subprocess.run(["git", "rev-parse", "--short=12", revision], cwd=ROOT,
-                              capture_output=True, text=True, check=True).stdout.strip()
-
-    revisions = {"base": sha(FLAGS.base), "this": sha(FLAGS.this) if FLAGS.this else None}
+    revisions = {"base": short_sha(ROOT, FLAGS.base),
+                 "this": short_sha(ROOT, FLAGS.this) if FLAGS.this else None}
     script = os.path.abspath(__file__)
-    with tempfile.TemporaryDirectory(prefix="zoo-latency-ab-") as work:
-        trees = {"this": ROOT}
-        try:
-            for name, revision in revisions.items():
-                if revision:
-                    trees[name] = os.path.join(work, name)
-                    subprocess.run(["git", "worktree", "add", "--detach", trees[name], revision],
-                                   cwd=ROOT, capture_output=True, check=True)
-            measured_on = machine(trees["this"])
-            exports = {name: os.path.join(work, f"{name}_export") for name in ("base", "this")}
-            for name, folder in exports.items():
-                run_script([script, f"--write_export={folder}", f"--seed={FLAGS.seed}",
-                            f"--precision={FLAGS.precision}",
-                            f"--max_seq_length={FLAGS.max_seq_length}"],
-                           env={**os.environ, "PYTHONPATH": trees[name]},
-                           name=f"writing the {name} export")
-            timed = last_json(run_script(
-                [script, f"--time_exports={exports['base']},{exports['this']}",
-                 f"--data_dir={os.path.abspath(FLAGS.data_dir)}", f"--requests={FLAGS.requests}",
-                 f"--passes={FLAGS.passes}"], env=serving_env()))
-        finally:
-            for name, tree in trees.items():
-                if tree != ROOT:
-                    subprocess.run(["git", "worktree", "remove", "--force", tree], cwd=ROOT,
-                                   capture_output=True, check=False)
+    with tempfile.TemporaryDirectory(prefix="zoo-latency-ab-") as work, \
+            worktrees(ROOT, revisions) as trees:
+        measured_on = machine(trees["this"])
+        exports = {name: os.path.join(work, f"{name}_export") for name in ("base", "this")}
+        for name, folder in exports.items():
+            run_script([script, f"--write_export={folder}", f"--seed={FLAGS.seed}",
+                        f"--precision={FLAGS.precision}",
+                        f"--max_seq_length={FLAGS.max_seq_length}"],
+                       env={**os.environ, "PYTHONPATH": trees[name]},
+                       name=f"writing the {name} export")
+        timed = last_json(run_script(
+            [script, f"--time_exports={exports['base']},{exports['this']}",
+             f"--data_dir={os.path.abspath(FLAGS.data_dir)}", f"--requests={FLAGS.requests}",
+             f"--passes={FLAGS.passes}"], env=serving_env()))
     print(json.dumps(dict(summary="latency_ab", machine=measured_on, precision=FLAGS.precision,
                           base_commit=revisions["base"],
                           this_commit=revisions["this"] or measured_on["git"], **timed)))

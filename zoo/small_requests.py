@@ -8,11 +8,12 @@ SMALL_REQUEST_TOKENS ids (batch x length) take, changed in three ways:
   a layer norm whose scale and offset are constants into one oneDNN op, faster on a batch but
   converting them anew on every call;
 - the attention's batched matmuls and softmax run on TensorFlow's own kernels
-  (`own_attention_kernels`), and each feed-forward block runs in slices that oneDNN computes on
-  one thread (`split_feed_forward`). A oneDNN op spreads its work over every intra-op thread
-  however small the tensors (TensorFlow runs a oneDNN inner product on one thread only when its
-  operands fit in about 1 MiB, the L2 cache it assumes), and for a few tokens waking the other
-  threads costs more than the work.
+  (`own_attention_kernels`);
+- each feed-forward block runs in slices that oneDNN computes on one thread
+  (`split_feed_forward`).
+The last two because a oneDNN op spreads its work over every intra-op thread however small the
+tensors (TensorFlow runs a oneDNN inner product on one thread only when its operands fit in the
+CPU's L2 cache), and for a few tokens waking the other threads costs more than the work.
 Larger calls take the copy as it was: on a batch, oneDNN's fused and threaded ops are faster.
 """
 import copy
@@ -28,8 +29,8 @@ from zoo import grappler
 # fast at about 96 ids, slower from 128 on
 SMALL_REQUEST_TOKENS = 64
 # the bytes of a oneDNN inner product's input, weight and output up to which TensorFlow runs it
-# on one thread (its test is the CPU's L2 cache size; 1 MiB is that of an AMD Zen 4 core and of
-# most Xeons before Sapphire Rapids, which has 2)
+# on one thread (its test is the CPU's L2 cache size: 1 MiB on an AMD Zen 4 core and on Skylake
+# and Cascade Lake Xeons, 2 MiB on Sapphire Rapids)
 ONE_THREAD_BYTES = 2 ** 20
 _CONTROL_FLOW = ("Switch", "Merge", "Enter", "Exit", "NextIteration")
 # ops that `split_feed_forward` follows between the two matmuls of a feed-forward block
