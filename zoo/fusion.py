@@ -95,9 +95,7 @@ def resolve(fusion, padding, training=True, accelerators=None, steps_per_executi
     if not (training and padding == "fixed" and replicas == 1):
         return False
     from zoo import precision  # pylint: disable=import-outside-toplevel  (imports TensorFlow)
-    if accelerators is None:
-        import tensorflow as tf  # pylint: disable=import-outside-toplevel
-        accelerators = len(tf.config.list_physical_devices("GPU"))
+    accelerators = precision.visible_gpus() if accelerators is None else accelerators
     flags = precision.cpu_flags() if flags is None else flags
     return not accelerators and bool(FUSION_CPU_FLAGS & set(flags))
 

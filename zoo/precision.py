@@ -58,8 +58,7 @@ def resolve(precision, flags=None, accelerators=None):
         raise UsageError(f"precision must be one of {PRECISIONS}, not {precision!r}")
     if precision == "fp32":
         return precision
-    if accelerators is None:
-        accelerators = len(tf.config.list_physical_devices("GPU"))
+    accelerators = visible_gpus() if accelerators is None else accelerators
     flags = cpu_flags() if flags is None else flags
     if precision == "bf16":
         if not accelerators:
@@ -67,6 +66,12 @@ def resolve(precision, flags=None, accelerators=None):
                                  ", so training would stay fp32: use --precision=fp32 or auto")
         return precision
     return "bf16" if BF16_CPU_FLAGS & flags and not accelerators else "fp32"
+
+
+def visible_gpus():
+    """The GPUs TensorFlow sees: the accelerators of a run unless it says otherwise (a TPU
+    strategy counts its TPUs)."""
+    return len(tf.config.list_physical_devices("GPU"))
 
 
 def check_export_cpu(precision, flags=None):
