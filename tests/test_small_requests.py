@@ -92,7 +92,7 @@ def test_split_feed_forward_leaves_blocks_that_fit_or_are_read_elsewhere(monkeyp
 
 
 @pytest.mark.parametrize("precision", ["fp32", "bf16"])
-def test_a_frozen_core_answers_a_small_request_through_sliced_feed_forward_blocks(
+def test_a_frozen_core_answers_through_sliced_feed_forward_blocks(
         tiny_hub, monkeypatch, precision):
     if precision == "bf16" and not zoo_precision.cpu_flags() & zoo_precision.REWRITE_CPU_FLAGS:
         pytest.skip("TensorFlow's oneDNN bf16 rewrite does not run on this CPU (no avx512f)")
@@ -107,9 +107,15 @@ def test_a_frozen_core_answers_a_small_request_through_sliced_feed_forward_block
     matmuls = {part: sum(1 for node in graph_def.node if node.op == "MatMul"
                          and node.name.startswith(part + "/") and "/transformer_" in node.name)
                for part in ("large", "small_request")}
-    # 2 blocks of 6 matmuls; in the small copy each block's 2 feed-forward ones in 4 slices
-    assert matmuls == {"large": 12, "small_request": 12 + 2 * 2 * 3}
+    # 2 blocks of 6 matmuls, each block's 2 feed-forward ones in 4 slices, in both copies
+    assert matmuls == {"large": 12 + 2 * 2 * 3, "small_request": 12 + 2 * 2 * 3}
+    # which share their weights: the small-request copy has no matrix of its own
+    assert not [node.name for node in graph_def.node if node.op == "Const"
+                and node.name.startswith("small_request/")
+                and len(node.attr["value"].tensor.tensor_shape.dim) == 2]
+    large = packer(tf.constant(["a fine film", "a dull, long film that goes on", "yes"]))
     small = trim_to_longest(packer(tf.constant(["a fine film", "yes"])))
-    expected = core(small, training=False).numpy()
-    tolerance = 2e-4 if precision == "fp32" else 0.03 * max(1.0, np.abs(expected).max())
-    np.testing.assert_allclose(frozen(small).numpy(), expected, atol=tolerance)
+    for inputs in (large, small):  # 3 x 32 ids, and 2 x 5: each copy answers as the core does
+        expected = core(inputs, training=False).numpy()
+        tolerance = 2e-4 if precision == "fp32" else 0.03 * max(1.0, np.abs(expected).max())
+        np.testing.assert_allclose(frozen(inputs).numpy(), expected, atol=tolerance)

@@ -12,11 +12,11 @@ int32 ids) and outputs (fp32 logits) do not change, so the serving modules of `z
 it where they took the core.
 
 A request of a few tokens takes a second copy of the computation (`zoo.small_requests`), made
-for calls where a fixed cost per op, not arithmetic, decides the time; it shares the first
-copy's matmul weights but for the feed-forward ones, of which it holds slices. For a fixed
-cost of the same kind (a oneDNN reorder) every transpose of the graph is done on the bits as
-integers (`integer_transposes`): at batch 64 it made no difference, for one text it was as
-large a saving as the small-request copy's (the effect on an export: BENCHMARKS.md, inference).
+for calls where a fixed cost per op, not arithmetic, decides the time; the two copies share
+every matmul weight. For a fixed cost of the same kind (a oneDNN reorder) every transpose of
+the graph is done on the bits as integers (`integer_transposes`): at batch 64 it made no
+difference, for one text it was as large a saving as the small-request copy's (the effect on
+an export: BENCHMARKS.md, inference).
 
 The export is fast on a CPU with native bf16 (AMX-BF16 or AVX512_BF16); elsewhere oneDNN would
 emulate bf16 (not measured): fp32 stays the default.

@@ -10,7 +10,7 @@ SMALL_REQUEST_TOKENS ids (batch x length) take, changed in three ways:
 - the attention's batched matmuls and softmax run on TensorFlow's own kernels
   (`own_attention_kernels`);
 - each feed-forward block runs in slices that oneDNN computes on one thread
-  (`split_feed_forward`).
+  (`split_feed_forward`; the other copy runs the same slices, so that the two share weights).
 The last two because a oneDNN op spreads its work over every intra-op thread however small the
 tensors (TensorFlow runs a oneDNN inner product on one thread only when its operands fit in the
 CPU's L2 cache), and for a few tokens waking the other threads costs more than the work.
@@ -73,7 +73,7 @@ def split_feed_forward(graph_def, max_tokens=SMALL_REQUEST_TOKENS):
     its slice of f's bias. The same products, summed in slices; each slice's inner products
     small enough (at `max_tokens` rows, ONE_THREAD_BYTES) for oneDNN to run them on one thread,
     and the slices independent, so TensorFlow's executor can run them side by side. The
-    slices' weights are new constants: the graph holds both."""
+    slices' weights are new constants; the whole ones are left to be pruned."""
     nodes = {node.name: node for node in graph_def.node}
     readers = {}
     for node in graph_def.node:
@@ -200,19 +200,20 @@ def size_switched(graph_def, input_names, fetches, max_small_tokens=SMALL_REQUES
     per call by the size of `input_names[0]`. Up to `max_small_tokens` ids (batch x length),
     the small-request copy (the module docstring), which reads each float vector constant that
     no matmul reads (layer norm scales and offsets, biases) from a new placeholder (`names`, to
-    be fed `values`); above, the copy as it was. The copies share every constant of
-    `graph_def` that both keep (the matmul weights among them) and its placeholders; the new
-    `fetches` merge the outputs of the two (only the copy taken runs). A constant that no
-    output needs is dropped."""
+    be fed `values`); above, the copy as it was but for its feed-forward blocks, which are
+    sliced in both copies (`split_feed_forward`) so that they share every matmul weight (a
+    batch ran the slices as fast as the whole blocks: BENCHMARKS.md, inference). The copies
+    share every constant of `graph_def` that both keep and its placeholders; the new `fetches`
+    merge the outputs of the two (only the copy taken runs). A constant that no output needs
+    is dropped."""
     if any(node.op in _CONTROL_FLOW for node in graph_def.node):
         return graph_def, fetches, [], []  # a graph with control flow of its own is left as is
-    graph_def = copy.deepcopy(graph_def)
+    graph_def = split_feed_forward(copy.deepcopy(graph_def), max_small_tokens)
     for node in graph_def.node:
         if node.op == "Const":  # (control inputs of an inlined function's constants order
             del node.input[:]   # nothing here, but would make them dead in the other copy)
     matmul_inputs = grappler.matmul_inputs(graph_def)
-    small_def = split_feed_forward(own_attention_kernels(copy.deepcopy(graph_def)),
-                                   max_small_tokens)
+    small_def = own_attention_kernels(copy.deepcopy(graph_def))
     names, values = [], []
     for node in small_def.node:
         if (node.op != "Const" or node.name in matmul_inputs
