@@ -42,13 +42,18 @@ def drop_control_inputs(graph_def, names):
         node.input.extend(kept)
 
 
+def node_name(tensor):
+    """The node name in a tensor name ("node:1") or a control input ("^node")."""
+    return tensor.split(":")[0].lstrip("^")
+
+
 def upstream(graph_def, names, through=None):
     """Names of the nodes `names` and of those they read, following the inputs of every node
     (or, with `through`, only of nodes of those op types)."""
     nodes = {node.name: node for node in graph_def.node}
     pending, found = list(names), set()
     while pending:
-        name = pending.pop().split(":")[0].lstrip("^")
+        name = node_name(pending.pop())
         if name not in found and name in nodes:
             found.add(name)
             if through is None or nodes[name].op in through:

@@ -78,20 +78,16 @@ def split_feed_forward(graph_def, max_tokens=SMALL_REQUEST_TOKENS):
     readers = {}
     for node in graph_def.node:
         for name in node.input:
-            readers.setdefault(_name(name), []).append(node.name)
+            readers.setdefault(grappler.node_name(name), []).append(node.name)
     for second in [node for node in graph_def.node if node.op == "MatMul"]:
         block = _feed_forward_block(nodes, readers, second)
         if block is None:
             continue
-        first, between = block
-        w1, w2 = (_value(nodes, node.input[1]) for node in (first, second))
-        itemsize, (rows, width), cols = w1.dtype.itemsize, w1.shape, w2.shape[1]
-        slices = next(n for n in range(1, width + 1) if width % n == 0 and itemsize * max(
-            max_tokens * (width // n) + rows * (max_tokens + width // n),
-            max_tokens * cols + width // n * (max_tokens + cols)) <= ONE_THREAD_BYTES
-                      or n == width)
+        first, between, w1, w2 = block
+        slices = _slice_count(w1, w2, max_tokens)
         if slices == 1:
             continue
+        width, cols = w2.shape
         step, partials = width // slices, []
         for s in range(slices):
             part = slice(s * step, (s + 1) * step)
@@ -102,8 +98,9 @@ def split_feed_forward(graph_def, max_tokens=SMALL_REQUEST_TOKENS):
                 copied.CopyFrom(node)
                 copied.name = renamed.get(node.name, f"{node.name}/slice_{s}")
                 for i, name in enumerate(node.input):
-                    if _name(name) in renamed:
-                        copied.input[i] = renamed[_name(name)] + name[len(_name(name)):]
+                    read = grappler.node_name(name)
+                    if read in renamed:
+                        copied.input[i] = renamed[read] + name[len(read):]
                     elif node.op == "BiasAdd" and i == 1:  # f's bias: its slice
                         copied.input[i] = _const(graph_def, f"{copied.name}/bias",
                                                  _value(nodes, name)[part])
@@ -129,18 +126,32 @@ def split_feed_forward(graph_def, max_tokens=SMALL_REQUEST_TOKENS):
     return graph_def
 
 
+def _slice_count(w1, w2, max_tokens):
+    """The fewest slices of the inner width (a divisor of it) whose two inner products, at
+    `max_tokens` rows, each take at most ONE_THREAD_BYTES of input, weight and output; one
+    slice per column if none do."""
+    (rows, width), cols, itemsize = w1.shape, w2.shape[1], w1.dtype.itemsize
+    for slices in range(1, width):
+        step = width // slices
+        if width % slices == 0 and itemsize * max(
+                max_tokens * step + rows * (max_tokens + step),
+                max_tokens * cols + step * (max_tokens + cols)) <= ONE_THREAD_BYTES:
+            return slices
+    return width
+
+
 def _feed_forward_block(nodes, readers, second):
-    """(the first MatMul, the elementwise nodes between) of the feed-forward block that ends
-    in MatMul `second`, or None: both read constant 2-D weights, untransposed; the nodes
-    between read only each other, the first matmul, scalar constants and one bias of the
-    inner width, and nothing but the block reads them."""
+    """(the first MatMul, the elementwise nodes between, the two weights) of the feed-forward
+    block that ends in MatMul `second`, or None: both read constant 2-D weights, untransposed;
+    the nodes between read only each other, the first matmul, scalar constants and one bias of
+    the inner width, and nothing but the block reads them."""
     if (second.attr["transpose_a"].b or second.attr["transpose_b"].b
-            or _value(nodes, second.input[1]) is None):
+            or _const_node(nodes, second.input[1]) is None):
         return None
     first, between, pending = None, {}, [second.input[0]]
     while pending:
         name = pending.pop()
-        node = nodes.get(_name(name))
+        node = nodes.get(grappler.node_name(name))
         if name.startswith("^") or node is None:
             return None
         if node.name in between or node is first:
@@ -152,39 +163,42 @@ def _feed_forward_block(nodes, readers, second):
             return None
         between[node.name] = node
         for i, read in enumerate(node.input):
-            value = _value(nodes, read)
-            if value is None:
+            const = _const_node(nodes, read)
+            if const is None:
                 pending.append(read)
-            elif not (value.size == 1 or (node.op == "BiasAdd" and i == 1)):
+            elif not (np.prod(_shape(const)) == 1 or (node.op == "BiasAdd" and i == 1)):
                 return None
     if (first is None or first.attr["transpose_a"].b or first.attr["transpose_b"].b
-            or _value(nodes, first.input[1]) is None):
+            or _const_node(nodes, first.input[1]) is None):
         return None
     w1, w2 = _value(nodes, first.input[1]), _value(nodes, second.input[1])
     block = {first.name, *between, second.name}
     if (w1.ndim != 2 or w2.ndim != 2 or w1.shape[1] != w2.shape[0]
-            or any(_value(nodes, node.input[1]).shape != (w1.shape[1],)
+            or any(_shape(_const_node(nodes, node.input[1])) != [w1.shape[1]]
                    for node in between.values() if node.op == "BiasAdd")
             or any(reader not in block for name in [first.name, *between]
                    for reader in readers.get(name, []))):
         return None
-    return first, list(between.values())
+    return first, list(between.values()), w1, w2
 
 
-def _name(tensor):
-    """The node name of a tensor or control input name."""
-    return tensor.split(":")[0].lstrip("^")
+def _const_node(nodes, tensor):
+    """The Const node that `tensor` names (directly or through Identity nodes, as a frozen
+    variable reads), or None."""
+    node = nodes.get(grappler.node_name(tensor))
+    while node is not None and node.op == "Identity":
+        node = nodes.get(grappler.node_name(node.input[0]))
+    return node if node is not None and node.op == "Const" else None
+
+
+def _shape(const):
+    """The shape of a Const node's value, as a list."""
+    return [dim.size for dim in const.attr["value"].tensor.tensor_shape.dim]
 
 
 def _value(nodes, tensor):
-    """The value of the Const node that `tensor` names (directly or through Identity nodes, as
-    a frozen variable reads), or None."""
-    node = nodes.get(_name(tensor))
-    while node is not None and node.op == "Identity":
-        node = nodes.get(_name(node.input[0]))
-    if node is None or node.op != "Const":
-        return None
-    return tensor_util.MakeNdarray(node.attr["value"].tensor)
+    """The value of the Const node that `tensor` names (`_const_node`)."""
+    return tensor_util.MakeNdarray(_const_node(nodes, tensor).attr["value"].tensor)
 
 
 def _const(graph_def, name, value):
