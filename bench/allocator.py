@@ -13,12 +13,12 @@ large tensor of every step be a fresh mmap and munmap. The same fixed-shape trai
   none       no generator dataset runs
   patched    a generator dataset runs before the first step (TensorFlow's setting)
   restored   the same, then glibc's thresholds are set where its dynamic threshold settles
-             (mmap 32 MB, trim 64 MB: `zoo.malloc.settle`, as `zoo.train.fit` does)
+             (mmap 32 MB, trim 64 MB: `zoo.compute.malloc.settle`, as `zoo.training.loop.fit` does)
 
 and one JSON line gives each kind's median step time over its processes and the ratios. On the
 family 26 EPYC these SQuAD-shaped steps showed no difference; on a Zen 4 EPYC bucketed bf16
 MRPC steps did (`bench/train_throughput.py`, zoo config `bf16-tfmalloc`; BENCHMARKS.md), and
-`zoo.train.fit` now sets the thresholds back.
+`zoo.training.loop.fit` now sets the thresholds back.
 """
 import json
 import os
@@ -48,8 +48,9 @@ def child(kind):
     import zoo  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     import tf_keras as keras  # pylint: disable=import-outside-toplevel
-    from zoo import hub, malloc  # pylint: disable=import-outside-toplevel
-    from zoo.models import span_core  # pylint: disable=import-outside-toplevel
+    from zoo.compute import malloc
+    from zoo.model import hub  # pylint: disable=import-outside-toplevel
+    from zoo.model.cores import span_core  # pylint: disable=import-outside-toplevel
 
     if kind != "none":
         list(tf.data.Dataset.from_generator(lambda: iter([1, 2]),

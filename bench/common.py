@@ -201,7 +201,7 @@ def batch_tokens(batch, lengths, padding, max_seq_length):
 def train_flops_per_token(config, seq_length, pooled_only=False):
     """Model FLOPs of one training token (3x forward, the usual count): per layer
     2 (4 d^2 + 2 d d_ff) for the dense layers and 4 S d for attention scores and values. With
-    `pooled_only` (zoo's classifier on a zoo-build-hub encoder, `zoo.hub.pooled_view`), the last
+    `pooled_only` (zoo's classifier on a zoo-build-hub encoder, `zoo.model.hub.pooled_view`), the last
     layer computes its keys and values at every position and the rest at the first one alone:
     that layer's FLOPs per token are 4 d^2 (keys, values) plus one position's others over S."""
     d, d_ff, layers = (config["hidden_size"], config["intermediate_size"],

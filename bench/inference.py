@@ -3,9 +3,9 @@ r"""Inference, like for like: zoo's exported SavedModel against the PyTorch peer
   python bench/inference.py >> bench/results/inference.jsonl    # needs ./install.sh bench
 
 SST-2 dev (872 sentences), MiniLM-L6-H384, length 128. zoo writes one export per --zoo_configs
-precision (`zoo.export` with `zoo.frozen_core.serving_core`: fp32, or bf16 weights and matmuls;
+precision (`zoo.export.savedmodel` with `zoo.export.frozen_core.serving_core`: fp32, or bf16 weights and matmuls;
 a fresh MiniLM classifier on [CLS], the peer's `BertForSequenceClassification` head, for which
-zoo's encoder computes its last layer at [CLS] alone, `zoo.hub.pooled_view`; or --model_dir's
+zoo's encoder computes its last layer at [CLS] alone, `zoo.model.hub.pooled_view`; or --model_dir's
 trained one, with its own pooling) in a process of its own. Then --rounds rounds; each runs
 every setting once in a fresh process, the sides alternating which goes first:
 `bench/zoo_infer.py` (the export loaded by a process with only tensorflow and tensorflow_text,
@@ -64,7 +64,10 @@ def write_exports(folder):
     to full length, if the fixed policy is asked for)."""
     sys.path.insert(0, ROOT)
     # pylint: disable-next=import-outside-toplevel
-    from zoo import classification, export, frozen_core, hub, models, runner
+    from zoo.export import frozen_core, savedmodel
+    from zoo.kinds import classification
+    from zoo.model import cores, hub
+    from zoo.run import runner
 
     if FLAGS.model_dir:
         task = runner.start("export", classification.Classification, classification.Settings(
@@ -74,8 +77,8 @@ def write_exports(folder):
         packer, labels = task.run.packer, task.labels.names
     else:
         encoder, preprocessor = hub.resolve_handles(FLAGS.encoder_handle, None)
-        core = models.classifier_core(encoder, 2, pooling="cls")
-        packer = models.TextPacker(preprocessor, FLAGS.max_seq_length)
+        core = cores.classifier_core(encoder, 2, pooling="cls")
+        packer = cores.TextPacker(preprocessor, FLAGS.max_seq_length)
         labels = ["negative", "positive"]
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, TOKENS_FILE), "w", encoding="utf-8") as f:
@@ -84,7 +87,7 @@ def write_exports(folder):
         serving = frozen_core.serving_core(core, precision)
         for trim in [True] + ([False] if "fixed" in FLAGS.policies else []):
             name = precision if trim else f"{precision}_fixed"
-            export.export_classifier(os.path.join(folder, name), serving, packer, labels,
+            savedmodel.export_classifier(os.path.join(folder, name), serving, packer, labels,
                                      trim_padding=trim)
 
 

@@ -30,7 +30,7 @@ ROOT = os.path.dirname(BENCH)
 flags.DEFINE_string("base", None, "The commit to compare with (a git revision).")
 flags.DEFINE_string("this", None, "The commit measured against it (default: the working tree "
                     "as it is; a revision gets its own worktree).")
-flags.DEFINE_enum("precision", "bf16", ["fp32", "bf16"], "Export precision (`zoo.frozen_core`).")
+flags.DEFINE_enum("precision", "bf16", ["fp32", "bf16"], "Export precision (`zoo.export.frozen_core`).")
 flags.DEFINE_string("data_dir", os.path.join(ROOT, "..", "shared", "data", "sst2"),
                     "GLUE SST-2 folder (dev.tsv is used).")
 flags.DEFINE_integer("requests", 300, "Sentences (the first of dev), one a call.")
@@ -46,13 +46,14 @@ FLAGS = flags.FLAGS
 def write_export(folder):
     """The --precision export of a MiniLM classifier on [CLS] under `folder`."""
     # pylint: disable-next=import-outside-toplevel
-    from zoo import export, frozen_core, hub, models
+    from zoo.export import frozen_core, savedmodel
+    from zoo.model import cores, hub
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     tf.keras.utils.set_random_seed(FLAGS.seed)
     encoder, preprocessor = hub.resolve_handles("minilm_l6_h384_uncased", None)
-    core = models.classifier_core(encoder, 2, pooling="cls")
-    packer = models.TextPacker(preprocessor, FLAGS.max_seq_length)
-    export.export_classifier(folder, frozen_core.serving_core(core, FLAGS.precision), packer,
+    core = cores.classifier_core(encoder, 2, pooling="cls")
+    packer = cores.TextPacker(preprocessor, FLAGS.max_seq_length)
+    savedmodel.export_classifier(folder, frozen_core.serving_core(core, FLAGS.precision), packer,
                              ["negative", "positive"])
 
 

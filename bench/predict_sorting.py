@@ -26,8 +26,10 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    from zoo import classification, predict, runner  # pylint: disable=import-outside-toplevel
     from zoo.data.text_files import read_examples  # pylint: disable=import-outside-toplevel
+    from zoo.evaluation import predict
+    from zoo.kinds import classification  # pylint: disable=import-outside-toplevel
+    from zoo.run import runner
 
     examples = read_examples(FLAGS.predict_file, FLAGS.text_column, FLAGS.text_b_column,
                              require_label=False)

@@ -80,10 +80,11 @@ def peer_side(texts):
 
 def write_export(path):
     sys.path.insert(0, ROOT)
-    from zoo import export, hub, models  # pylint: disable=import-outside-toplevel
+    from zoo.export import savedmodel  # pylint: disable=import-outside-toplevel
+    from zoo.model import cores, hub
     encoder, preprocessor = hub.resolve_handles("minilm_l6_h384_uncased", None)
-    core = models.classifier_core(encoder, 2)
-    export.export_classifier(path, core, models.TextPacker(preprocessor, 128),
+    core = cores.classifier_core(encoder, 2)
+    savedmodel.export_classifier(path, core, cores.TextPacker(preprocessor, 128),
                              ["negative", "positive"])
 
 

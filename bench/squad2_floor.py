@@ -3,7 +3,7 @@ r"""The floor of SQuAD 2.0: the official v2.0 evaluation of a model that always 
   .venv/bin/python bench/squad2_floor.py --eval_file=../shared/data/squad_v2/dev-v2.0-rebuilt.json
 
 Every question gets "" with a no-answer score of 1 and no other answer, scored by zoo's official
-v2.0 evaluation (`zoo.squad_eval.EvaluationV2`, the one `tasks.squad.train
+v2.0 evaluation (`zoo.evaluation.squad_eval.EvaluationV2`, the one `tasks.squad.train
 --version_2_with_negative` reports). Prints one JSON line: exact, F1, HasAns and NoAns.
 """
 import json
@@ -22,7 +22,7 @@ FLAGS = flags.FLAGS
 def main(argv):
     del argv
     from zoo.data.squad import SquadFile  # pylint: disable=import-outside-toplevel
-    from zoo.squad_eval import EvaluationV2  # pylint: disable=import-outside-toplevel
+    from zoo.evaluation.squad_eval import EvaluationV2  # pylint: disable=import-outside-toplevel
 
     evaluation = EvaluationV2()
     for example in SquadFile(FLAGS.eval_file, version_2=True).questions():

@@ -26,7 +26,7 @@ from common import BENCH, batch_plan, last_json, machine, run_script
 
 ROOT = os.path.dirname(BENCH)
 flags.DEFINE_enum("padding", "bucketed", ["fixed", "dynamic", "bucketed"], "Batch policy.")
-flags.DEFINE_enum("precision", "bf16", ["fp32", "bf16"], "zoo.precision of the steps.")
+flags.DEFINE_enum("precision", "bf16", ["fp32", "bf16"], "zoo.compute.precision of the steps.")
 flags.DEFINE_integer("steps", 8, "Profiled steps.")
 flags.DEFINE_integer("warmup_steps", 6, "Steps before the profile.")
 flags.DEFINE_integer("inter_op_threads", 1, "TensorFlow's inter-op threads (0: its default).")

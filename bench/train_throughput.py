@@ -53,7 +53,7 @@ flags.DEFINE_list("peer_configs", ["fp32-eager", "fp32-sdpa", "bf16-sdpa"],
 flags.DEFINE_list("zoo_configs", ["fp32", "bf16"], "zoo settings: PRECISION[-fusion_off|"
                   "-fusion_on][-tfmalloc] (fusion: --xla_fusion=off or on, else auto; "
                   "tfmalloc: glibc's thresholds left as TensorFlow's generator "
-                  "datasets set them, not as `zoo.train.fit` sets them back; an A/B, never "
+                  "datasets set them, not as `zoo.training.loop.fit` sets them back; an A/B, never "
                   "zoo's best).")
 flags.DEFINE_string("encoder_config", None, "The encoder's zoo_build_info.json (default: the "
                     "built MiniLM's, from zoo's cache).")
@@ -104,7 +104,7 @@ def encoder_config():
     path = FLAGS.encoder_config
     if not path:
         import zoo  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
-        from zoo import hub  # pylint: disable=import-outside-toplevel
+        from zoo.model import hub  # pylint: disable=import-outside-toplevel
         encoder, _ = hub.resolve_handles("minilm_l6_h384_uncased", None)
         path = os.path.join(os.path.dirname(encoder), "zoo_build_info.json")
     with open(path, encoding="utf-8") as f:

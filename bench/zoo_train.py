@@ -8,9 +8,9 @@ Run by `bench/train_throughput.py` beside `bench/peer_train.py`, on the same pla
 padding policy the batches (row indices of MRPC train.tsv) in order (`common.batch_plan`). The
 texts are packed up front with zoo's preprocessor (as the peer tokenizes up front; SQuAD: the ids
 of the peer's windows, --windows_file, so both sides train on the same windows); each step is
-zoo's own training step (`zoo.steps.step_functions`: forward, loss, backward, clipping, AdamW from
-`zoo.optimizer`) on the classifier or span core of `zoo.models` with its task's loss, in
-`zoo.precision` and with `zoo.fusion` and `zoo.malloc` as `zoo.train.fit` runs it (fusion auto:
+zoo's own training step (`zoo.training.steps.step_functions`: forward, loss, backward, clipping, AdamW from
+`zoo.training.optimizer`) on the classifier or span core of `zoo.model.cores` with its task's loss, in
+`zoo.compute.precision` and with `zoo.compute.fusion` and `zoo.compute.malloc` as `zoo.training.loop.fit` runs it (fusion auto:
 on for fixed padding on a CPU with AMX). Batches are cut to their longest row except with fixed
 padding. The first --warmup_steps of each policy are not timed. Prints one JSON line: the
 seconds and the page faults of each policy's timed steps, the seconds of its untimed first steps
@@ -38,10 +38,10 @@ flags.DEFINE_string("plan_file", None, "JSON: {padding: [[row, ...], ...]}.", re
 flags.DEFINE_string("encoder_handle", "minilm_l6_h384_uncased", "Encoder (zoo-build-hub model).")
 flags.DEFINE_integer("max_seq_length", 128, "Sequence length (fixed padding pads to it).")
 flags.DEFINE_integer("warmup_steps", 3, "Untimed steps at the start of each policy.")
-flags.DEFINE_enum("precision", "fp32", ["fp32", "bf16"], "zoo.precision of the steps.")
-flags.DEFINE_enum("xla_fusion", "auto", ["auto", "on", "off"], "zoo.fusion of the steps.")
+flags.DEFINE_enum("precision", "fp32", ["fp32", "bf16"], "zoo.compute.precision of the steps.")
+flags.DEFINE_enum("xla_fusion", "auto", ["auto", "on", "off"], "zoo.compute.fusion of the steps.")
 flags.DEFINE_enum("malloc", "settled", ["settled", "tensorflow"], "glibc's thresholds: "
-                  "`zoo.malloc.settle` as `zoo.train.fit` runs it, or as TensorFlow's generator "
+                  "`zoo.compute.malloc.settle` as `zoo.training.loop.fit` runs it, or as TensorFlow's generator "
                   "datasets leave them (an A/B of that setting).")
 flags.DEFINE_string("profile_dir", None, "If set, TensorFlow's profiler traces each policy's "
                     "timed steps into DIR/POLICY (for `bench/step_profile.py`; the trace slows "
@@ -78,12 +78,16 @@ def main(argv):
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     import tf_keras as keras  # pylint: disable=import-outside-toplevel
     # pylint: disable-next=import-outside-toplevel
-    from zoo import fusion, hub, malloc, models, precision
-    from zoo.classification import sparse_cross_entropy  # pylint: disable=import-outside-toplevel
+    from zoo.compute import fusion
+    from zoo.compute import malloc
+    from zoo.compute import precision
     from zoo.data.pipeline import trim_to_longest  # pylint: disable=import-outside-toplevel
-    from zoo.optimizer import create_optimizer  # pylint: disable=import-outside-toplevel
-    from zoo.squad import span_loss  # pylint: disable=import-outside-toplevel
-    from zoo.steps import step_functions  # pylint: disable=import-outside-toplevel
+    from zoo.kinds.classification import sparse_cross_entropy  # pylint: disable=import-outside-toplevel
+    from zoo.kinds.squad import span_loss  # pylint: disable=import-outside-toplevel
+    from zoo.model import cores
+    from zoo.model import hub
+    from zoo.training.optimizer import create_optimizer  # pylint: disable=import-outside-toplevel
+    from zoo.training.steps import step_functions  # pylint: disable=import-outside-toplevel
     if FLAGS.inter_op_threads:
         tf.config.threading.set_inter_op_parallelism_threads(FLAGS.inter_op_threads)
 
@@ -99,15 +103,15 @@ def main(argv):
         labels = {k: tf.constant(windows[k], tf.int64)
                   for k in ("start_positions", "end_positions")}
         label_spec = {k: tf.TensorSpec([None], tf.int64) for k in labels}
-        build_core, loss = models.span_core, span_loss
+        build_core, loss = cores.span_core, span_loss
     else:
         pairs = mrpc_pairs(os.path.join(FLAGS.data_dir, "train.tsv"))
-        packer = models.TextPacker(preprocessor, FLAGS.max_seq_length)
+        packer = cores.TextPacker(preprocessor, FLAGS.max_seq_length)
         packed = {k: v.numpy() for k, v in packer(tf.constant([a for a, _, _ in pairs]),
                                                   tf.constant([b for _, b, _ in pairs])).items()}
         labels = tf.constant([y for _, _, y in pairs], tf.int64)
         label_spec = tf.TensorSpec([None], tf.int64)
-        build_core = lambda encoder: models.classifier_core(encoder, 2, pooling="cls")  # noqa: E731
+        build_core = lambda encoder: cores.classifier_core(encoder, 2, pooling="cls")  # noqa: E731
         loss = sparse_cross_entropy
     strategy = tf.distribute.get_strategy()
     results = dict(side="zoo", framework=f"tensorflow {tf.__version__}",
@@ -118,7 +122,7 @@ def main(argv):
                    warmup_steps=FLAGS.warmup_steps, xla_fusion={}, malloc=FLAGS.malloc,
                    seconds={}, warmup_seconds={}, page_faults_per_step={})
     if FLAGS.malloc == "settled":
-        malloc.settle()  # once, before any dataset, as zoo.train.fit does
+        malloc.settle()  # once, before any dataset, as zoo.training.loop.fit does
     for padding, rows in plan.items():
         fused = fusion.resolve(FLAGS.xla_fusion, padding)
         results["xla_fusion"][padding] = fused
@@ -135,7 +139,7 @@ def main(argv):
             batches, output_signature=(spec, label_spec))
         keras.utils.set_random_seed(0)
         core = build_core(encoder)
-        # the classifier's encoder computes its last layer at [CLS] alone (zoo.hub.pooled_view)
+        # the classifier's encoder computes its last layer at [CLS] alone (zoo.model.hub.pooled_view)
         results["pooled_only"] = core.get_layer("encoder") is not encoder
         optimizer = create_optimizer(5e-5, len(rows), 0, jit_compile=fused)
         train_step, _ = step_functions(core, optimizer, loss, {}, strategy,

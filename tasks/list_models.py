@@ -7,7 +7,7 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    from zoo import hub  # pylint: disable=import-outside-toplevel
+    from zoo.model import hub  # pylint: disable=import-outside-toplevel
 
     rows = []
     for name, spec in hub.MODELS.items():

@@ -10,8 +10,8 @@ import zoo  # noqa: F401  (selects tf_keras before TensorFlow is imported)
 def zoo_cache(tmp_path_factory):
     """Every test session uses a fresh cache directory, never the user's ~/.cache/zoo.
 
-    Under pytest-xdist the session's workers share one (beside their own temporary folders), so
-    each model is built once, not once per worker: `zoo.hub.ensure_built` locks the build, and a
+    Under pytest-xdist the session's workers share one (beside their own temporary folders), so each
+    model is built once, not once per worker: `zoo.model.hub.ensure_built` locks the build, and a
     build is moved into place only when complete.
     """
     root = tmp_path_factory.getbasetemp()
@@ -31,12 +31,35 @@ def zoo_cache(tmp_path_factory):
 @pytest.fixture(scope="session")
 def tiny_hub(zoo_cache):
     """Folder with preprocessor/ and encoder/ of the tiny random BERT (built on first use)."""
-    from zoo import hub
+    from zoo.model import hub
     return hub.ensure_built("tiny")
 
 
 @pytest.fixture(scope="session")
 def minilm_hub(zoo_cache):
     """Folder with preprocessor/ and encoder/ of the pretrained MiniLM checkpoint."""
-    from zoo import hub
+    from zoo.model import hub
     return hub.ensure_built("minilm_l6_h384_uncased")
+
+
+@pytest.fixture(scope="module")
+def tweets(tmp_path_factory):
+    """Small tweet files of three classes (`tests.tweets.tweet_files`), one set per module."""
+    from tests.tweets import tweet_files
+    return tweet_files(tmp_path_factory.mktemp("tweets"))
+
+
+# Files that train models through the command line, or several processes, take most of the
+# suite's time. `--dist loadfile` hands files to the two workers in the order they are
+# collected: these go first, so that the short unit-test files fill in at the end instead of
+# one worker finishing a long file alone.
+LONG_FIRST = ("tests/tasks/test_squad2.py", "tests/tasks/test_multitask.py",
+              "tests/training/test_distribute.py", "tests/tasks/", "tests/kinds/")
+
+
+def pytest_collection_modifyitems(items):
+    def rank(item):
+        path = item.nodeid.split("::")[0]
+        return next((i for i, prefix in enumerate(LONG_FIRST) if path.startswith(prefix)),
+                    len(LONG_FIRST))
+    items.sort(key=rank)  # stable: the order within a file and a group is kept

@@ -11,16 +11,19 @@ import pytest
 import tensorflow as tf
 
 from tests.helpers import ROOT
-from zoo import export, models, serving
+from zoo import serving
 from zoo.data import squad_windows, tagging
+from zoo.export import savedmodel
+from zoo.model import cores
 
 PREDICT = """
 import gc, json, sys
 from zoo.serving import load
 model = load(sys.argv[1], batch_size=3)
 rows = model.predict(json.loads(sys.argv[2]))
+light = ("zoo.serving", "zoo.base", "zoo.base.errors", "zoo.compute", "zoo.compute.fusion")
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("keras", "matplotlib", "tensorflow_hub")
-               or (m.startswith("zoo.") and m not in ("zoo.serving", "zoo.fusion", "zoo.errors")))
+               or (m.startswith("zoo.") and m not in light))
 print(json.dumps(dict(rows=rows, heavy=heavy, input_names=model.input_names,
                       collecting=gc.isenabled())))
 """
@@ -40,10 +43,10 @@ def _predict(export_dir, inputs):
 
 @pytest.fixture(scope="module")
 def pair_export(tiny_hub, tmp_path_factory):
-    core = models.classifier_core(tiny_hub + "/encoder", num_classes=3)
-    packer = models.TextPacker(tiny_hub + "/preprocessor", seq_length=32)
+    core = cores.classifier_core(tiny_hub + "/encoder", num_classes=3)
+    packer = cores.TextPacker(tiny_hub + "/preprocessor", seq_length=32)
     path = str(tmp_path_factory.mktemp("serving") / "export" / "1")
-    export.export_classifier(path, core, packer, ["neg", "neu", "pos"], pair=True)
+    savedmodel.export_classifier(path, core, packer, ["neg", "neu", "pos"], pair=True)
     return path
 
 
@@ -103,10 +106,10 @@ def test_bad_inputs_name_the_input_or_the_line(pair_export):
 
 
 def test_tagging_and_squad_exports_give_entities_and_answers(tiny_hub, tmp_path):
-    packer = models.TextPacker(tiny_hub + "/preprocessor", seq_length=24)
+    packer = cores.TextPacker(tiny_hub + "/preprocessor", seq_length=24)
     vocab = tagging.TagVocab(["O", "B-LOC", "I-LOC", "B-PER", "I-PER"])
-    tagger = export.save(str(tmp_path / "ner"), {"serving_default": export.TaggingServing(
-        models.tagging_core(tiny_hub + "/encoder", len(vocab)),
+    tagger = savedmodel.save(str(tmp_path / "ner"), {"serving_default": savedmodel.TaggingServing(
+        cores.tagging_core(tiny_hub + "/encoder", len(vocab)),
         tagging.TagWindower(packer, 24, 8), vocab)})
     texts = ["John lives in New York.", "A long sentence " * 8 + "in Paris."]
     rows = _predict(tagger, texts)["rows"]
@@ -117,8 +120,8 @@ def test_tagging_and_squad_exports_give_entities_and_answers(tiny_hub, tmp_path)
         for entity in row["entities"]:  # an untrained model tags at random: check the form
             assert text[entity["start"]:entity["end"]] == entity["text"]
             assert entity["type"] in vocab.types and 0 < entity["score"] <= 1
-    squad = export.save(str(tmp_path / "squad"), {"serving_default": export.SpanServing(
-        models.span_core(tiny_hub + "/encoder"), squad_windows.Windower(packer, 48, 16, 12))})
+    squad = savedmodel.save(str(tmp_path / "squad"), {"serving_default": savedmodel.SpanServing(
+        cores.span_core(tiny_hub + "/encoder"), squad_windows.Windower(packer, 48, 16, 12))})
     questions = [{"question": "Where?", "context": "It is in Paris, the capital of France."},
                  {"question": "Who?", "context": "Mary met John. " * 6}]
     out = _predict(squad, questions)

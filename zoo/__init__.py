@@ -6,12 +6,12 @@ imported yet; zoo itself always uses `tf_keras` directly, so it works either way
 that only serves (`zoo.serving`) keeps it too: TensorFlow imports one Keras's optimizers when it
 starts, and Keras 2's are quicker to import than Keras 3's.
 
-It also adds the XLA flags that `zoo.fusion` needs to TF_XLA_FLAGS (XLA reads them once, when
-TensorFlow starts); they change nothing until a training run turns fusion on.
+It also adds the XLA flags that `zoo.compute.fusion` needs to TF_XLA_FLAGS (XLA reads them once,
+when TensorFlow starts); they change nothing until a training run turns fusion on.
 """
 import os
 
-from zoo import fusion as _fusion
+from zoo.compute import fusion as _fusion
 
 os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 _fusion.set_xla_flags()

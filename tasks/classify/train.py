@@ -18,76 +18,34 @@ exported model's outputs.
 from absl import app, flags
 
 from tasks import common
-from zoo import classification, multilabel, regression
-from zoo.data import sources, text_files
+from zoo.base.fields import flag_fields
 
-common.define_flags(classification.Classification.MODES, classification.Settings,
-                    regression.Settings, multilabel.Settings)
-common.define_file_flags()
-flags.DEFINE_enum("task_type", "classification", list(common.TEXT_TASKS),
+TASK_TYPES = dict(zip(("classification", "regression", "multi_label"),
+                      common.define_kind_flags("classify", "regression", "multi_label")))
+flags.DEFINE_enum("task_type", "classification", list(TASK_TYPES),
                   "classification: one class per row; regression: a number per row (--score_range"
                   "); multi_label: a list of classes per row (--label_separator, --threshold).")
-flags.DEFINE_string("text_column", "text", "Column (or JSON key) of the text; a position (0, "
-                    "1, ...) with --noheader.")
-flags.DEFINE_string("text_b_column", None, "Column of the second text, for text pairs.")
-flags.DEFINE_string("label_column", "label", "Column of the label.")
-flags.DEFINE_string("id_column", None, "Column of an id to copy into the predictions.")
-flags.DEFINE_string("delimiter", None,
-                    "Field delimiter (default: ',' for .csv, tab for .tsv; 'tab' or '\\t' for tab).")
-flags.DEFINE_bool("header", True, "Delimited files start with a header line naming the columns; "
-                  "with --noheader the column flags are positions (0 is the first column).")
-flags.DEFINE_enum("quoting", "auto", list(text_files.QUOTINGS),
-                  "Quotes in delimited files: csv (a field in \"...\", inner quotes doubled), "
-                  "none (quotes are text), auto (none for tab-separated, csv otherwise).")
-flags.DEFINE_string("label_map", "",
-                    "Names for raw labels, e.g. '-1:negative,0:neutral,1:positive'.")
-flags.DEFINE_string("label_names_file", None, "A file whose line i names raw label i (e.g. "
-                    "GoEmotions' emotions.txt); instead of --label_map.")
-flags.DEFINE_string("tfds_name", None, "Read a TensorFlow Datasets dataset instead of files, "
-                    "e.g. glue/mrpc (text columns of common GLUE configs are known).")
-flags.DEFINE_string("tfds_data_dir", None, "TFDS data directory (default: TFDS's own).")
-flags.DEFINE_string("tfds_train_split", "train", "TFDS split for training.")
-flags.DEFINE_string("tfds_eval_split", "validation", "TFDS split for evaluation.")
-flags.DEFINE_string("tfds_predict_split", "test", "TFDS split for prediction.")
 flags.adopt_module_key_flags(common)
 FLAGS = flags.FLAGS
 
 
-def _label_map():
-    from zoo.data.labels import label_names_file  # pylint: disable=import-outside-toplevel
-    from zoo.errors import UsageError  # pylint: disable=import-outside-toplevel
+def _no_foreign_flags():
+    """A flag of another --task_type, set to something else than its default, is a mistake."""
+    from zoo.base.errors import UsageError  # pylint: disable=import-outside-toplevel
 
-    if not FLAGS.label_names_file:
-        return FLAGS.label_map
-    if FLAGS.label_map:
-        raise UsageError("pass --label_map or --label_names_file, not both")
-    return ",".join(f"{raw}:{name}" for raw, name in
-                    label_names_file(FLAGS.label_names_file).items())
+    own = {f.name for f in flag_fields(TASK_TYPES[FLAGS.task_type].settings)}
+    for other, kind in TASK_TYPES.items():
+        for field in flag_fields(kind.settings):
+            # (a flagfile holds every flag: one at its default is not a choice)
+            if (field.name not in own and FLAGS[field.name].present
+                    and FLAGS[field.name].value != field.default):
+                raise UsageError(f"--{field.name} is for --task_type={other}, not "
+                                 f"{FLAGS.task_type}")
 
 
 def main(argv):
     del argv
-    from zoo.data import tfds_source  # pylint: disable=import-outside-toplevel  (imports TFDS)
-
-    def read_split(split):
-        labelled = split != "predict"
-        if FLAGS.tfds_name:
-            tfds_split = {"train": FLAGS.tfds_train_split, "eval": FLAGS.tfds_eval_split,
-                          "predict": FLAGS.tfds_predict_split}[split]
-            text_column = FLAGS.text_column if FLAGS["text_column"].present else None
-            return sources.ListSource(tfds_source.read_tfds(
-                FLAGS.tfds_name, tfds_split, text_column, FLAGS.text_b_column,
-                FLAGS.label_column, FLAGS.id_column, FLAGS.tfds_data_dir, require_label=labelled),
-                name=f"tfds:{FLAGS.tfds_name}[{tfds_split}]")
-        return common.file_source(split, text_files.Columns(
-            FLAGS.text_column, FLAGS.text_b_column, FLAGS.label_column, FLAGS.id_column,
-            FLAGS.delimiter, FLAGS.header, FLAGS.quoting))
-
-    pair = bool(FLAGS.text_b_column) or (
-        FLAGS.tfds_name is not None
-        and tfds_source.TFDS_COLUMNS.get(FLAGS.tfds_name, (None, None))[1] is not None)
-    common.run_classification(read_split, pair=pair, label_map=_label_map(),
-                              task=FLAGS.task_type)
+    common.run_kind(TASK_TYPES[FLAGS.task_type], check=_no_foreign_flags)
 
 
 if __name__ == "__main__":

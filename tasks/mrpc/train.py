@@ -10,24 +10,10 @@ Without --data_dir (or split files) the data comes from TensorFlow Datasets (glu
 from absl import app, flags
 
 from tasks import common
-from zoo import classification
-from zoo.data import glue
 
-common.define_flags(classification.Classification.MODES, classification.Settings)
-common.define_file_flags()
+KIND = common.define_kind_flags("mrpc")
 flags.adopt_module_key_flags(common)
-
-
-def main(argv):
-    del argv
-
-    mrpc = glue.TASKS["mrpc"]
-
-    def read_split(split):
-        return common.glue_source(split, mrpc.columns(split), "glue/mrpc")
-
-    common.run_classification(read_split, pair=mrpc.pair, label_map=mrpc.label_map)
-
+main = common.main_of(KIND)
 
 if __name__ == "__main__":
     app.run(main)

@@ -15,18 +15,20 @@ tasks.json names each task, its kind and its data, and may set any of that kind'
    "tweets": {"kind": "classify", "train_file": "tweets.csv", "eval_file": "tweets_dev.csv",
               "text_column": "tweet", "label_column": "sentiment"}}
 
-Kinds: mrpc, sst2, stsb (GLUE folders: data_dir), classify, regression, multi_label (files and
-the column keys of tasks.classify: text_column, text_b_column, label_column, id_column,
-delimiter, header, quoting), squad (SQuAD JSON; max_train_questions, unanswerable_fraction),
-tagging (CoNLL files). The flags below are every task's (learning rate, epochs, batch size,
-...). --tasks with --<task>_data_dir is a shortcut for GLUE tasks in their own folders.
+Kinds (zoo.kinds.table.KINDS; each takes the data keys of its task's data flags): mrpc, sst2, stsb
+(GLUE folders: data_dir), classify, regression, multi_label (files and the column keys of
+tasks.classify: text_column, text_b_column, label_column, id_column, delimiter, header, quoting,
+label_map, label_names_file, tfds_name...), squad (SQuAD JSON; max_train_questions,
+unanswerable_fraction), tagging (CoNLL files). The flags below are every task's (learning rate,
+epochs, batch size, ...). --tasks with --<task>_data_dir is a shortcut for GLUE tasks in their own
+folders.
 """
 import json
 
 from absl import app, flags
 
 from tasks import common
-from zoo import multitask
+from zoo.kinds import multitask
 
 common.define_flags(multitask.MultiTask.MODES, multitask.Settings)
 flags.DEFINE_string("tasks_file", None, "JSON file of the tasks: {name: {\"kind\": ..., data, "
@@ -41,7 +43,7 @@ FLAGS = flags.FLAGS
 
 
 def _specs():
-    from zoo.errors import UsageError  # pylint: disable=import-outside-toplevel
+    from zoo.base.errors import UsageError  # pylint: disable=import-outside-toplevel
 
     if FLAGS.tasks_file:
         try:
@@ -71,14 +73,14 @@ def _specs():
 
 def main(argv):
     del argv
+    from zoo.run import runner  # pylint: disable=import-outside-toplevel
 
-    def run(mode, settings, read_split):
-        del read_split
-        settings.tasks = _specs()
-        settings.tasks_file = FLAGS.tasks_file or ""
-        return multitask.run(mode, settings)
+    def run():
+        settings = common.settings_from_flags(multitask.Settings, tasks=_specs(),
+                                              tasks_file=FLAGS.tasks_file or "")
+        return runner.run(FLAGS.mode, multitask.MultiTask, settings, None)
 
-    common.run_task(run, common.settings_from_flags(multitask.Settings), None)
+    common.run_task(run)
 
 
 if __name__ == "__main__":

@@ -10,24 +10,10 @@ sentence, label; test.tsv: index, sentence). Labels: 0 = negative, 1 = positive.
 from absl import app, flags
 
 from tasks import common
-from zoo import classification
-from zoo.data import glue
 
-common.define_flags(classification.Classification.MODES, classification.Settings)
-common.define_file_flags()
+KIND = common.define_kind_flags("sst2")
 flags.adopt_module_key_flags(common)
-
-
-def main(argv):
-    del argv
-
-    sst2 = glue.TASKS["sst2"]
-
-    def read_split(split):
-        return common.glue_source(split, sst2.columns(split), "glue/sst2")
-
-    common.run_classification(read_split, pair=sst2.pair, label_map=sst2.label_map)
-
+main = common.main_of(KIND)
 
 if __name__ == "__main__":
     app.run(main)

@@ -11,26 +11,10 @@ Spearman correlation, and `predict` and the export give a `score` per pair.
 from absl import app, flags
 
 from tasks import common
-from zoo import classification, regression
-from zoo.data import glue
 
-common.define_flags(classification.Classification.MODES, regression.Settings)
-common.define_file_flags()
+KIND = common.define_kind_flags("stsb")
 flags.adopt_module_key_flags(common)
-FLAGS = flags.FLAGS
-FLAGS.set_default("score_range", "0,5")
-
-
-def main(argv):
-    del argv
-
-    stsb = glue.TASKS["stsb"]
-
-    def read_split(split):
-        return common.file_source(split, stsb.columns(split))
-
-    common.run_classification(read_split, pair=stsb.pair, task=stsb.task_type)
-
+main = common.main_of(KIND)
 
 if __name__ == "__main__":
     app.run(main)

@@ -14,22 +14,10 @@ type and score.
 from absl import app, flags
 
 from tasks import common
-from zoo import tagging
-from zoo.data.conll import ConllSource
 
-common.define_flags(tagging.Tagging.MODES, tagging.Settings)
-common.define_file_flags(glue_dir=False, formats="CoNLL file, glob or comma-separated list")
+KIND = common.define_kind_flags("tagging")
 flags.adopt_module_key_flags(common)
-
-
-def main(argv):
-    del argv
-
-    def read_split(split):
-        return ConllSource(common.split_file(split), require_tags=split != "predict")
-
-    common.run_task(tagging.run, common.settings_from_flags(tagging.Settings), read_split)
-
+main = common.main_of(KIND)
 
 if __name__ == "__main__":
     app.run(main)

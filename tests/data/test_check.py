@@ -3,19 +3,19 @@ import json
 
 import pytest
 
-from zoo import models
 from zoo.data.check import check_split, summary_lines
-from zoo.data.pipeline import classification_dataset
 from zoo.data.labels import LabelVocab, OpenLabels
+from zoo.data.pipeline import classification_dataset
 from zoo.data.sources import FileSource
 from zoo.data.text_files import Columns, DataError
+from zoo.model import cores
 
 COLUMNS = Columns(text="text", label="label")
 
 
 @pytest.fixture(scope="module")
 def packer(tiny_hub):
-    return models.TextPacker(tiny_hub + "/preprocessor", seq_length=8)
+    return cores.TextPacker(tiny_hub + "/preprocessor", seq_length=8)
 
 
 def _shards(tmp_path, *shards):

@@ -1,15 +1,15 @@
 """tf.data pipelines: packed batches with labels, seeded shuffles."""
 import numpy as np
 
-from zoo import models
 from zoo.data.labels import LabelVocab
 from zoo.data.pipeline import classification_dataset
 from zoo.data.sources import ListSource
 from zoo.data.text_files import Example
+from zoo.model import cores
 
 
 def test_batches_pack_pairs_and_carry_label_ids(tiny_hub):
-    packer = models.TextPacker(tiny_hub + "/preprocessor", seq_length=16)
+    packer = cores.TextPacker(tiny_hub + "/preprocessor", seq_length=16)
     examples = [Example(f"question {i}", f"answer {i}", label=str(i % 2)) for i in range(10)]
     labels = LabelVocab(["0", "1"])
     batches = list(classification_dataset(ListSource(examples), packer, 4, labels, drop_remainder=True))
@@ -21,7 +21,7 @@ def test_batches_pack_pairs_and_carry_label_ids(tiny_hub):
 
 
 def test_a_seed_fixes_the_order_and_different_seeds_differ(tiny_hub):
-    packer = models.TextPacker(tiny_hub + "/preprocessor", seq_length=8)
+    packer = cores.TextPacker(tiny_hub + "/preprocessor", seq_length=8)
     examples = [Example(f"text {i}", label="0") for i in range(50)]
     labels = LabelVocab(["0", "1"])
 
@@ -37,7 +37,7 @@ def test_a_seed_fixes_the_order_and_different_seeds_differ(tiny_hub):
 
 
 def test_length_grouped_batches_keep_every_row_and_cut_padding(tiny_hub):
-    packer = models.TextPacker(tiny_hub + "/preprocessor", seq_length=64)
+    packer = cores.TextPacker(tiny_hub + "/preprocessor", seq_length=64)
     # Row i has i % 40 + 1 words: lengths all mixed up in file order.
     examples = [Example(" ".join(["film"] * (i % 40 + 1)) + f" {i}", label=str(i % 2))
                 for i in range(203)]

@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from zoo.base.errors import UsageError
 from zoo.data import squad_windows
 from zoo.data.squad import SquadExample, SquadList
-from zoo.errors import UsageError
-from zoo.models import TextPacker
+from zoo.model.cores import TextPacker
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ import pytest
 import tensorflow as tf
 
 from zoo.data import tagging
-from zoo.models import TextPacker
+from zoo.model.cores import TextPacker
 
 TAGS = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
 

@@ -9,9 +9,9 @@ import tensorflow_hub as hub
 from safetensors.numpy import save_file
 
 from tests.hub_build import numpy_bert
-from zoo import hub as hub_lib
 from zoo.hub_build import build
 from zoo.hub_build.checkpoint import CheckpointError, read_checkpoint, sentence_pooling
+from zoo.model import hub as hub_lib
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat", "sat", "on", "mat", "##s",
          ".", ",", "a", "dog"]

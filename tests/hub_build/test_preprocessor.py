@@ -8,7 +8,7 @@ import tensorflow_hub as hub
 import tf_keras as keras
 
 from tests.helpers import reference_file
-from zoo import hub as zoo_hub
+from zoo.model import hub as zoo_hub
 
 
 @pytest.fixture(scope="module")

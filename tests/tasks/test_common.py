@@ -2,12 +2,12 @@
 import pytest
 
 from tasks import common
-from zoo import hub
+from zoo.base.errors import OutputError, UsageError
+from zoo.base.stages import StageError
 from zoo.data.sources import MissingSplit
 from zoo.data.text_files import DataError
-from zoo.errors import OutputError, UsageError
-from zoo.settings import MODES, RunSettings
-from zoo.stages import StageError
+from zoo.model import hub
+from zoo.run.settings import MODES, RunSettings
 
 
 @pytest.fixture
@@ -20,7 +20,7 @@ def flags(tmp_path):
 
 
 def _raising(error):
-    def run(mode, settings, read_split):
+    def run():
         raise error
     return run
 
@@ -33,7 +33,7 @@ def _raising(error):
                 "unchanged")])
 def test_a_users_error_is_one_line(flags, error):
     with pytest.raises(SystemExit) as raised:
-        common.run_task(_raising(error), None, None)
+        common.run_task(_raising(error))
     assert str(raised.value) == f"error: {error}"
     assert raised.value.__cause__ is None and raised.value.__suppress_context__
 
@@ -42,9 +42,9 @@ def test_a_bug_keeps_its_traceback(flags):
     # A ValueError that zoo did not raise for the user (here: a made-up bug) is not turned
     # into a one-line message: its traceback is what a bug report needs.
     with pytest.raises(ValueError, match="operands could not be broadcast"):
-        common.run_task(_raising(ValueError("operands could not be broadcast")), None, None)
+        common.run_task(_raising(ValueError("operands could not be broadcast")))
     with pytest.raises(KeyError):
-        common.run_task(_raising(KeyError("start_logits")), None, None)
+        common.run_task(_raising(KeyError("start_logits")))
 
 
 def test_a_tensorflow_failure_prints_its_traceback_then_the_stage(flags, capsys):
@@ -54,7 +54,7 @@ def test_a_tensorflow_failure_prints_its_traceback_then_the_stage(flags, capsys)
         error = StageError("training step 3 failed inside TensorFlow: deep")
         error.__cause__ = cause
     with pytest.raises(SystemExit, match="error: training step 3 failed"):
-        common.run_task(_raising(error), None, None)
+        common.run_task(_raising(error))
     assert "deep inside TensorFlow" in capsys.readouterr().err  # the traceback was printed
 
 

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from tests.helpers import run_module
-from tests.tasks.test_classify import _write_csv
+from tests.tweets import write_csv as _write_csv
 from tests.tasks.test_glue import _sst2_dir
 from tests.tasks.test_squad import _squad
 
@@ -104,7 +104,8 @@ def test_one_export_with_a_signature_per_task_and_the_encoder_stored_once(traine
     assert out["signatures"] == ["serving_default", "squad", "sst2", "tweets"]
     assert out["serving_default"] == out["tweets"]  # the first task
     # each signature gives what the multi-task model itself predicts
-    from zoo import multitask, runner  # pylint: disable=import-outside-toplevel
+    from zoo.kinds import multitask  # pylint: disable=import-outside-toplevel
+    from zoo.run import runner
     settings = multitask.Settings(model_dir=str(trained["model_dir"]), encoder_handle="tiny",
                                   max_seq_length=32, keep_best="sst2/accuracy",  # as exported
                                   tasks=json.load(open(trained["tasks_file"])))
@@ -137,8 +138,8 @@ def test_a_rerun_resumes_and_eval_evaluates_every_task(trained):
 
 
 def test_bad_specs_and_bad_rows_name_what_is_wrong(trained, tmp_path):
-    from zoo import multitask  # pylint: disable=import-outside-toplevel
-    from zoo.errors import UsageError  # pylint: disable=import-outside-toplevel
+    from zoo.base.errors import UsageError  # pylint: disable=import-outside-toplevel
+    from zoo.kinds import multitask  # pylint: disable=import-outside-toplevel
     specs = _specs(tmp_path)
 
     def check(tasks):

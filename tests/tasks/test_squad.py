@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from tests.helpers import ROOT, SHARED, run_module
-from zoo import precision
+from zoo.compute import precision
 
 SERVE = """
 import json, sys
@@ -151,7 +151,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app
 from tasks.squad import train
-from zoo import squad
+from zoo.kinds import squad
 
 real_loss = squad.span_loss
 
@@ -208,7 +208,7 @@ def _windows_and_ties(rows, seq_length, doc_stride, max_query_length, tiny_hub):
     window must own each of those."""
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     from zoo.data.squad_windows import Windower  # pylint: disable=import-outside-toplevel
-    from zoo.models import TextPacker  # pylint: disable=import-outside-toplevel
+    from zoo.model.cores import TextPacker  # pylint: disable=import-outside-toplevel
 
     windower = Windower(TextPacker(tiny_hub + "/preprocessor", seq_length), seq_length,
                         doc_stride, max_query_length)

@@ -19,11 +19,11 @@ from typing import Dict, Set
 import numpy as np
 import tensorflow as tf
 
-from zoo import progress as progress_bar
+from zoo.base import progress as progress_bar
+from zoo.base.errors import UsageError
+from zoo.base.files import save_json
 from zoo.data.sources import MissingSplit, RejectedRows, with_valid_labels
 from zoo.data.text_files import BadRow, DataError
-from zoo.errors import UsageError
-from zoo.files import save_json
 
 BAD_ROW_POLICIES = ("error", "skip")
 PERCENTILES = (50, 90, 95, 99)
@@ -82,6 +82,110 @@ class _Lengths:
         self.pending = []
 
 
+class _Tally:
+    """What one pass over a split counts: rows, bad rows by reason, labels (per shard too), a
+    hash of each good row's text (for duplicates) and token lengths."""
+
+    def __init__(self, packer, pair, batch_size):
+        self.rows = 0
+        self.reasons = collections.Counter()
+        self.label_counts = collections.Counter()
+        self.shards, self.shard_starts = [], []
+        self.hashes = array.array("q")
+        self.lengths = _Lengths(packer, pair, batch_size)
+
+    def read_shard(self, source, index, labels, bad_rows, rejected):
+        """Counts the rows of shard `index`; returns how many it has."""
+        self.shard_starts.append(len(self.hashes))
+        shard_labels = collections.Counter()
+        shard_rows = shard_bad = 0
+        items = source.read(index)
+        if labels is not None:
+            items = with_valid_labels(items, labels)
+        for item in items:
+            shard_rows += 1
+            if isinstance(item, BadRow):
+                if bad_rows == "error":
+                    raise item.error()
+                shard_bad += 1
+                self.reasons[item.reason] += 1
+                if rejected:
+                    rejected.add(item)
+                continue
+            if item.label is not None:
+                shard_labels.update(labels.keys(item.label) if labels is not None
+                                    else [item.label])
+            self.hashes.append(_text_key(item))
+            self.lengths.add(item)
+        self.rows += shard_rows
+        self.label_counts.update(shard_labels)
+        self.shards.append(dict(file=source.shards[index], rows=shard_rows, bad_rows=shard_bad,
+                                labels=dict(sorted(shard_labels.items()))))
+        return shard_rows
+
+    def duplicates(self, dedupe):
+        """(repeated texts, {shard: ordinals to drop} with `dedupe`)."""
+        keys = np.frombuffer(self.hashes, dtype=np.int64) if self.hashes else np.zeros(0, np.int64)
+        _, first = np.unique(keys, return_index=True)
+        repeat = np.ones(len(keys), bool)
+        repeat[first] = False
+        drop = collections.defaultdict(set)
+        if dedupe:
+            starts = np.asarray(self.shard_starts + [len(keys)])
+            for ordinal in np.flatnonzero(repeat):
+                shard = int(np.searchsorted(starts, ordinal, side="right") - 1)
+                drop[shard].add(int(ordinal - starts[shard]))
+        return int(repeat.sum()), dict(drop)
+
+    def report(self, split, duplicates, dedupe, rejected_path, max_seq_length):
+        """The JSON-ready report (see `check_split`), with its warnings."""
+        good, reasons = len(self.hashes), self.reasons
+        for shard in self.shards:
+            shard["single_label"] = len(self.label_counts) > 1 and len(shard["labels"]) == 1
+        skipped = sum(reasons.values())
+        report = dict(split=split, files=len(self.shards), rows=self.rows, good_rows=good,
+                      bad_rows=skipped, bad_row_reasons=dict(reasons.most_common(20)),
+                      rejected_rows_file=rejected_path,
+                      empty_texts=sum(n for r, n in reasons.items()
+                                      if r.startswith("empty text")),
+                      unknown_labels=sum(n for r, n in reasons.items()
+                                         if r.startswith("unknown label")),
+                      duplicate_texts=duplicates, duplicates_dropped=duplicates if dedupe else 0,
+                      rows_used=good - (duplicates if dedupe else 0),
+                      labels=dict(sorted(self.label_counts.items())), shards=self.shards,
+                      single_label_shards=[s["file"] for s in self.shards if s["single_label"]])
+        if self.lengths.count is not None:
+            histogram = self.lengths.histogram
+            truncated = int(histogram[max_seq_length + 1:].sum())
+            report["token_lengths"] = dict(
+                max_seq_length=max_seq_length, **_percentiles(histogram),
+                max=int(np.flatnonzero(histogram).max()) if histogram.any() else 0,
+                truncated_rows=truncated, truncated_fraction=truncated / good if good else 0.0)
+        report["warnings"] = _warnings(report, dedupe)
+        return report
+
+
+def _warnings(report, dedupe):
+    """What a user should look at in a split's report."""
+    warnings = [f"{shard['file']}: every row has label {next(iter(shard['labels']))!r} (was the "
+                "data shuffled before it was split into shards?)"
+                for shard in report["shards"] if shard["single_label"]]
+    duplicates = report["duplicate_texts"]
+    if duplicates:
+        warnings.append(f"{duplicates} row(s) repeat an earlier text"
+                        + (" (dropped: --dedupe)" if dedupe else " (--dedupe drops them)"))
+    if report["bad_rows"]:
+        warnings.append(f"{report['bad_rows']} bad row(s) skipped" +
+                        (f", written to {report['rejected_rows_file']}"
+                         if report["rejected_rows_file"] else ""))
+    lengths = report.get("token_lengths")
+    if lengths and lengths["truncated_rows"]:
+        warnings.append(f"{lengths['truncated_rows']} row(s) "
+                        f"({100.0 * lengths['truncated_fraction']:.1f}%) are longer than "
+                        f"--max_seq_length={lengths['max_seq_length']} tokens and get truncated")
+    return warnings
+
+
 def check_split(split, source, packer=None, max_seq_length=128, labels=None,
                 bad_rows="error", dedupe=False, rejected_path=None, batch_size=1024,
                 progress=True):
@@ -100,99 +204,23 @@ def check_split(split, source, packer=None, max_seq_length=128, labels=None,
     if bad_rows not in BAD_ROW_POLICIES:
         raise UsageError(f"bad_rows must be one of {BAD_ROW_POLICIES}, not {bad_rows!r}")
     rejected = RejectedRows(rejected_path) if bad_rows == "skip" and rejected_path else None
-    reasons = collections.Counter()
-    label_counts = collections.Counter()
-    shard_reports, shard_starts = [], []
-    hashes = array.array("q")
-    lengths = _Lengths(packer, source.pair, batch_size)
-    rows = 0
+    tally = _Tally(packer, source.pair, batch_size)
     bar = progress_bar.bar(f"check {split}", "row", enabled=progress)
     try:
-        for index, shard in enumerate(source.shards):
-            shard_starts.append(len(hashes))
-            shard_labels = collections.Counter()
-            shard_rows = shard_bad = 0
-            items = source.read(index)
-            if labels is not None:
-                items = with_valid_labels(items, labels)
-            for item in items:
-                shard_rows += 1
-                if isinstance(item, BadRow):
-                    if bad_rows == "error":
-                        raise item.error()
-                    shard_bad += 1
-                    reasons[item.reason] += 1
-                    if rejected:
-                        rejected.add(item)
-                    continue
-                if item.label is not None:
-                    shard_labels.update(labels.keys(item.label) if labels is not None
-                                        else [item.label])
-                hashes.append(_text_key(item))
-                lengths.add(item)
-            bar.update(shard_rows)
-            rows += shard_rows
-            label_counts.update(shard_labels)
-            shard_reports.append(dict(file=shard, rows=shard_rows, bad_rows=shard_bad,
-                                      labels=dict(sorted(shard_labels.items()))))
-        lengths.flush()
+        for index in range(len(source.shards)):
+            bar.update(tally.read_shard(source, index, labels, bad_rows, rejected))
+        tally.lengths.flush()
     finally:
         bar.close()
         if rejected:
             rejected.close()
-
-    keys = np.frombuffer(hashes, dtype=np.int64) if hashes else np.zeros(0, np.int64)
-    _, first = np.unique(keys, return_index=True)
-    repeat = np.ones(len(keys), bool)
-    repeat[first] = False
-    duplicates = int(repeat.sum())
-    drop = collections.defaultdict(set)
-    if dedupe:
-        starts = np.asarray(shard_starts + [len(keys)])
-        for ordinal in np.flatnonzero(repeat):
-            shard = int(np.searchsorted(starts, ordinal, side="right") - 1)
-            drop[shard].add(int(ordinal - starts[shard]))
-    good = len(keys)
-    kept = good - (duplicates if dedupe else 0)
-
-    warnings = []
-    overall = len(label_counts)
-    for shard in shard_reports:
-        shard["single_label"] = overall > 1 and len(shard["labels"]) == 1
-        if shard["single_label"]:
-            warnings.append(f"{shard['file']}: every row has label "
-                            f"{next(iter(shard['labels']))!r} (was the data shuffled before "
-                            "it was split into shards?)")
-    if duplicates:
-        warnings.append(f"{duplicates} row(s) repeat an earlier text"
-                        + (" (dropped: --dedupe)" if dedupe else " (--dedupe drops them)"))
-    skipped = sum(reasons.values())
-    if skipped:
-        warnings.append(f"{skipped} bad row(s) skipped" +
-                        (f", written to {rejected_path}" if rejected else ""))
-    report = dict(split=split, files=len(source.shards), rows=rows, good_rows=good,
-                  bad_rows=skipped, bad_row_reasons=dict(reasons.most_common(20)),
-                  rejected_rows_file=rejected_path if rejected else None,
-                  empty_texts=sum(n for r, n in reasons.items() if r.startswith("empty text")),
-                  unknown_labels=sum(n for r, n in reasons.items()
-                                     if r.startswith("unknown label")),
-                  duplicate_texts=duplicates, duplicates_dropped=duplicates if dedupe else 0,
-                  rows_used=kept, labels=dict(sorted(label_counts.items())), shards=shard_reports,
-                  single_label_shards=[s["file"] for s in shard_reports if s["single_label"]])
-    if lengths.count is not None:
-        histogram = lengths.histogram
-        truncated = int(histogram[max_seq_length + 1:].sum())
-        report["token_lengths"] = dict(
-            max_seq_length=max_seq_length, **_percentiles(histogram),
-            max=int(np.flatnonzero(histogram).max()) if histogram.any() else 0,
-            truncated_rows=truncated, truncated_fraction=truncated / good if good else 0.0)
-        if truncated:
-            warnings.append(f"{truncated} row(s) ({100.0 * truncated / good:.1f}%) are longer "
-                            f"than --max_seq_length={max_seq_length} tokens and get truncated")
-    report["warnings"] = warnings
-    if not good:
+    duplicates, drop = tally.duplicates(dedupe)
+    report = tally.report(split, duplicates, dedupe, rejected_path if rejected else None,
+                          max_seq_length)
+    if not report["good_rows"]:
         raise DataError(f"{source!r}: no usable rows in the {split} data")
-    return SplitCheck(report=report, kept=kept, label_counts=label_counts, drop=dict(drop))
+    return SplitCheck(report=report, kept=report["rows_used"], label_counts=tally.label_counts,
+                      drop=drop)
 
 
 def summary_lines(report):

@@ -1,6 +1,5 @@
 """GLUE tasks as folders (`train.tsv`, `dev.tsv`, `test.tsv`): which columns, labels and test ids
-each has. The single-task scripts (`tasks.mrpc`, `tasks.sst2`, `tasks.stsb`) and multi-task
-training (`zoo.multitask`) read them from here.
+each has, read through `zoo.data.specs.GlueFolder` by the mrpc, sst2 and stsb kinds.
 """
 import dataclasses
 import os
@@ -14,14 +13,14 @@ FILES = dict(train="train.tsv", eval="dev.tsv", predict="test.tsv")
 @dataclasses.dataclass(frozen=True)
 class GlueTask:
     """A GLUE folder's layout: its columns, the id column of its test file, the names of its
-    raw labels, and what kind of task it is (`zoo.multitask.KINDS`)."""
+    raw labels, and its name in TensorFlow Datasets."""
 
     text: str
     text_b: Optional[str]
     label: str
     test_id: Optional[str]
     label_map: str = ""
-    task_type: str = "classification"
+    tfds: Optional[str] = None  # the TensorFlow Datasets name, where it is there
 
     @property
     def pair(self):
@@ -34,9 +33,10 @@ class GlueTask:
 
 
 TASKS = {
-    "mrpc": GlueTask("#1 String", "#2 String", "Quality", None, "0:not_paraphrase,1:paraphrase"),
-    "sst2": GlueTask("sentence", None, "label", "index", "0:negative,1:positive"),
-    "stsb": GlueTask("sentence1", "sentence2", "score", "index", task_type="regression"),
+    "mrpc": GlueTask("#1 String", "#2 String", "Quality", None, "0:not_paraphrase,1:paraphrase",
+                     "glue/mrpc"),
+    "sst2": GlueTask("sentence", None, "label", "index", "0:negative,1:positive", "glue/sst2"),
+    "stsb": GlueTask("sentence1", "sentence2", "score", "index"),
 }
 
 

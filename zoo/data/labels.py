@@ -21,9 +21,9 @@ import os
 import numpy as np
 import tensorflow as tf
 
+from zoo.base.errors import UsageError
+from zoo.base.files import save_json
 from zoo.data.text_files import DataError
-from zoo.errors import UsageError
-from zoo.files import save_json
 
 LABELS_FILE = "labels.json"
 

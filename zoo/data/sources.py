@@ -14,9 +14,9 @@ import os
 
 import tensorflow as tf
 
+from zoo.base.errors import UsageError
+from zoo.base.files import PartialFile
 from zoo.data.text_files import BadRow, Columns, DataError, example_from_row, iter_file
-from zoo.errors import UsageError
-from zoo.files import PartialFile
 
 TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".tfrec")
 
@@ -62,6 +62,16 @@ def _tfrecord_rows(path, columns, require_label):
 
 class MissingSplit(UsageError):
     """No data was given for a split (no --eval_file, say)."""
+
+    split, keys = None, ()
+
+    @classmethod
+    def of(cls, split, keys):
+        """No data for `split`: any of the data `keys` (flags, or keys of a tasks.json entry)
+        would give it."""
+        error = cls(f"no {split} data: pass " + " or ".join(f"--{k}" for k in keys))
+        error.split, error.keys = split, tuple(keys)
+        return error
 
 
 class FileSource:
@@ -125,6 +135,35 @@ def iterate(source, shards=None):
     """Every item (`Example` or `BadRow`) of `source`, shard after shard in the given order."""
     for index in range(len(source.shards)) if shards is None else shards:
         yield from source.read(index)
+
+
+class Pending:
+    """Items read on tf.data's thread and kept, by input index, until the consumer is done with
+    them (predictions are written in input order). An exception the reader hits is kept and
+    raised again by the consumer (`raise_error`): raised inside a tf.data generator it would
+    come back wrapped, or not at all."""
+
+    def __init__(self):
+        # Shared with the consumer without a lock: each access is one dict operation, atomic
+        # in CPython.
+        self.items = {}
+        self.error = None
+        self.total = None  # items read in all, once the reader is done
+
+    def read(self, items):
+        """Yields (index, item) of `items`, keeping each; an exception ends it and is kept."""
+        index = 0
+        try:
+            for index, item in enumerate(items, 1):
+                self.items[index - 1] = item
+                yield index - 1, item
+        except Exception as e:  # pylint: disable=broad-except  # raised again by the consumer
+            self.error = e
+        self.total = index
+
+    def raise_error(self):
+        if self.error is not None:
+            raise self.error
 
 
 class RejectedRows(PartialFile):

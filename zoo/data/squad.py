@@ -17,7 +17,7 @@ from typing import List, Tuple
 
 import numpy as np
 
-from zoo import run_record
+from zoo.data.fingerprint import data_fingerprint
 from zoo.data.text_files import DataError
 
 CHUNK_BYTES = 1 << 20
@@ -238,7 +238,7 @@ class SquadFile:
 
     def fingerprint(self):
         """What identifies the training data in MODEL_DIR/run.json."""
-        return dict(files=run_record.data_fingerprint(files=[self.path]),
+        return dict(files=data_fingerprint(files=[self.path]),
                     max_questions=self.max_questions)
 
     def __repr__(self):
@@ -258,7 +258,7 @@ class SquadList:
         return iter(self.examples)
 
     def fingerprint(self):
-        return run_record.data_fingerprint(examples=self.examples)
+        return data_fingerprint(examples=self.examples)
 
     def __repr__(self):
         return f"SquadList({self.name!r}, {len(self.examples)} questions)"

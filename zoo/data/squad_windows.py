@@ -22,8 +22,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as text
 
+from zoo.base.errors import UsageError
 from zoo.data import windows
-from zoo.errors import UsageError
 
 QUESTIONS_PER_CALL = 32  # questions windowed by one call in the datasets
 WINDOW_SHUFFLE_BUFFER = 1024  # windows: mixes the windows of long contexts while training
@@ -45,7 +45,7 @@ class Windower:
     """Cuts batches of (question, context) into windows; see the module docstring.
 
     Args:
-        packer: a `zoo.models.TextPacker` (its preprocessor's tokenizer and special tokens).
+        packer: a `zoo.model.cores.TextPacker` (its preprocessor's tokenizer and special tokens).
         seq_length, doc_stride, max_query_length: the window layout.
     """
 

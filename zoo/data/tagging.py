@@ -20,9 +20,9 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text as text
 
+from zoo.base.errors import UsageError
 from zoo.data import labels, windows
 from zoo.data.conll import Sentence, entity_type
-from zoo.errors import UsageError
 
 LABELS_FILE = labels.LABELS_FILE
 SENTENCES_PER_CALL = 32  # sentences windowed by one call in the datasets
@@ -96,7 +96,7 @@ class TagWindower:
     """Sentences -> windows `[CLS] pieces [SEP]` of their words' wordpieces.
 
     Args:
-        packer: a `zoo.models.TextPacker` (the preprocessor's tokenizer and special tokens).
+        packer: a `zoo.model.cores.TextPacker` (the preprocessor's tokenizer and special tokens).
         seq_length: tokens per window; `doc_stride`: the step between window starts, in pieces.
     """
 

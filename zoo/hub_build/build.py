@@ -12,7 +12,7 @@ import os
 import tensorflow as tf
 import tf_keras as keras
 
-from zoo.files import atomic_directory
+from zoo.base.files import atomic_directory
 from zoo.hub_build import checkpoint as ckpt
 from zoo.hub_build.encoder import BertConfig, build_encoder_model
 from zoo.hub_build.preprocessor import BertPreprocessor
@@ -23,7 +23,7 @@ TINY_CONFIG = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                    intermediate_size=64, max_position_embeddings=512)
 BUILD_INFO = "zoo_build_info.json"
 # Raised when the SavedModels zoo writes change (the weights may not); cached builds of an older
-# format are rebuilt by `zoo.hub.ensure_built`. 2: 2-D activations inside the encoder. 3: the
+# format are rebuilt by `zoo.model.hub.ensure_built`. 2: 2-D activations inside the encoder. 3: the
 # build info records the sentence pooling the checkpoint was trained for (`pooling`). 4: the exact
 # GELU computed through erf (`encoder.gelu`), not erfc. 5: training's layer norm and dropout
 # kernels of `zoo.hub_build.layers`, and the attention's queries scaled instead of its scores.

@@ -22,7 +22,7 @@ every key and value, and the attention output, layer norms and feed-forward netw
 `batch` rows instead of every position's. The pooled output is the same (the pooler reads only
 that position), for 14% fewer model FLOPs in a training step of 6-layer MiniLM on MRPC's
 lengths (`bench/common.py`). A caller of the SavedModel asks for it with
-`hub.KerasLayer(..., arguments=dict(pooled_only=True))` (`zoo.hub.pooled_view`).
+`hub.KerasLayer(..., arguments=dict(pooled_only=True))` (`zoo.model.hub.pooled_view`).
 """
 import dataclasses
 import math

@@ -1,0 +1,18 @@
+"""What the machine decides: the precision of training and export (`precision`: bf16 through
+oneDNN where the CPU has it), XLA fusion of the training step (`fusion`) and glibc's malloc
+thresholds (`malloc`). Resolved once at the start of a run and passed on explicitly."""
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Compute:
+    """How a run computes, resolved once at its start and passed on explicitly.
+
+    precision: "bf16" or "fp32" for the training steps (`precision`).
+    eval_precision: the same for evaluation, prediction and export (fp32 unless bf16 is forced).
+    xla_fusion: whether the training steps are XLA-fused (`fusion`).
+    """
+
+    precision: str = "fp32"
+    eval_precision: str = "fp32"
+    xla_fusion: bool = False

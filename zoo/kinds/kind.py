@@ -1,0 +1,81 @@
+"""A task kind, described once: what the CLIs, the multi-task runner and the API all read.
+
+A `Kind` names a task class (`zoo.run.runner.Task`: its core model, loss, evaluation,
+predictions and serving signature), its settings class, its data spec (`zoo.data.specs`: the
+data flags and tasks.json keys, and how they read), the metrics that rank its evaluations and the
+defaults it sets. `zoo.kinds.table.KINDS` lists them; a task's CLI (`tasks/<task>/train.py`)
+and a multi-task `tasks.json` entry both go through `make_data`, `make_settings` and `run`.
+"""
+import dataclasses
+from typing import Mapping, Tuple
+
+from zoo.base.fields import as_declared, flag_fields
+from zoo.run import runner
+
+
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    """One task kind.
+
+    Args:
+        name: its name in `tasks.json` ("kind") and in `zoo.kinds.table.KINDS`.
+        task: the `zoo.run.runner.Task` subclass that runs it.
+        settings: its settings class (a `zoo.run.settings.RunSettings` subclass).
+        data: its data spec class (`zoo.data.specs`).
+        main_metrics: the metrics that rank its evaluations, the first one found counting
+            (`best_per_task.json` of a multi-task run).
+        defaults: settings this kind starts from (STS-B's score range); flags and tasks.json
+            keys may change them.
+        data_values: data spec values the kind fixes (a GLUE task's layout).
+    """
+
+    name: str
+    task: type
+    settings: type
+    data: type
+    main_metrics: Tuple[str, ...]
+    defaults: Mapping = dataclasses.field(default_factory=dict)
+    data_values: Mapping = dataclasses.field(default_factory=dict)
+
+    def data_keys(self):
+        """The data keys a user may give (the data spec's flag fields)."""
+        return {f.name for f in flag_fields(self.data)}
+
+    def make_data(self, values):
+        """The data spec from {data key: value}."""
+        return self.data(**{**self.data_values, **values})
+
+    def make_settings(self, values, data):
+        """The settings from the kind's defaults, what follows from the data, then `values`."""
+        return self.settings(**as_declared(self.settings,
+                                           {**self.defaults, **data.settings(), **values}))
+
+    def unknown_keys(self, values, not_settings=()):
+        """The keys of `values` that are neither data keys nor settings (less `not_settings`)."""
+        fields = {f.name for f in dataclasses.fields(self.settings)} - set(not_settings)
+        return sorted(set(values) - self.data_keys() - fields)
+
+    def parts(self, values):
+        """(data spec, settings) from {key: value} as a tasks.json entry gives them: the data
+        keys make the data spec, the others are settings."""
+        data_keys = self.data_keys()
+        data = self.make_data({k: v for k, v in values.items() if k in data_keys})
+        return data, self.make_settings(
+            {k: v for k, v in values.items() if k not in data_keys}, data)
+
+    def reader(self, data, settings):
+        """The run's `read_split`, after the data spec's own check of `settings`."""
+        data.check(settings)
+        return data.reader(settings)
+
+    def run(self, mode, settings, data):
+        """Runs one mode of this kind (`zoo.run.runner.run`) on `data` (a data spec)."""
+        return runner.run(mode, self.task, settings, self.reader(data, settings))
+
+    def main_metric(self, results, prefix=""):
+        """(metric, value) of the first main metric in `results` (keys `prefix + metric`), or
+        None."""
+        for metric in self.main_metrics:
+            if isinstance(results.get(prefix + metric), float):
+                return metric, results[prefix + metric]
+        return None

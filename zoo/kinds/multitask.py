@@ -1,0 +1,222 @@
+"""Multi-task training: one encoder, a head per task, one export with a signature per task.
+
+A multi-task run is a task of the one runner (`zoo.run.runner`) made of other tasks' definitions:
+`settings.tasks` is {task name: spec}, each spec a `kind` (`zoo.kinds.table.KINDS`), the data
+keys of that kind's data spec (`zoo.data.specs`: `data_dir` for a GLUE folder, `train_file` /
+`eval_file` / `predict_file`, the column keys of `classify`, ...), and any of that kind's
+settings (`max_seq_length`, `pooling`, `doc_stride`, ...). The run's own settings (learning rate,
+epochs, batch size, strategy, precision, ...) are every task's. Each task keeps its files (labels,
+data checks, plots) in MODEL_DIR/tasks/<name>/.
+
+Training: each step is one task's batch, the task drawn from `task_sampling` (proportional to
+the tasks' training examples, uniform, or temperature: p ~ n^(1/T)) with a seeded schedule per
+epoch; an epoch has as many steps as all tasks' batches together. The steps per task and the
+mix are logged and saved in train_results.json. Evaluation after each epoch runs every task's
+own evaluation; its results are in eval_results.json under `<task>/<metric>` (TensorBoard
+too), and MODEL_DIR/best_per_task.json notes each task's best evaluation (its main metric and
+step). The export holds a signature per task (the first is also `serving_default`); they share
+the encoder's variables, which are stored once.
+"""
+import dataclasses
+import os
+import re
+from functools import partial
+from typing import Optional
+
+from zoo.base.errors import UsageError
+from zoo.base.fields import setting
+from zoo.base.files import load_json, save_json
+from zoo.data.sources import MissingSplit
+from zoo.kinds.table import KINDS
+from zoo.run import runner
+from zoo.run.settings import RunSettings
+from zoo.training.steps import Mixture, sample_schedule, sampling_probabilities
+
+SAMPLINGS = ("proportional", "uniform", "temperature")
+# The run's settings that are its own, not its tasks'.
+RUN_ONLY = {"model_dir", "export_dir", "output_file", "keep_best", "early_stopping_patience",
+            "tasks", "tasks_file", "task_sampling", "temperature"}
+BEST_FILE = "best_per_task.json"
+
+
+@dataclasses.dataclass
+class Settings(RunSettings):
+    """A multi-task run: the common settings (every task's), the tasks and their sampling."""
+
+    tasks: Optional[dict] = setting(None, "{task name: spec} (see zoo.kinds.multitask)", flag=False)
+    tasks_file: str = setting("", "where the task specs came from (for messages)", flag=False)
+    task_sampling: str = setting(
+        "proportional", "Which task each training step takes its batch from: proportional "
+        "(to the tasks' training examples), uniform, or temperature (p ~ n^(1/T), "
+        "--temperature).", choices=SAMPLINGS)
+    temperature: float = setting(2.0, "T of --task_sampling=temperature (1: proportional; "
+                                 "larger: closer to uniform).")
+    pooling: Optional[dict] = setting(None, "{task name: its pooling} of the tasks that pool, "
+                                      "as resolved at the start of the run", flag=False)
+
+
+def _place(settings, name=None):
+    where = settings.tasks_file or "the tasks"
+    return f"{where}: task {name!r}" if name else where
+
+
+def check_specs(settings):
+    """UsageErrors for task specs that cannot work, before any work is done."""
+    if not settings.tasks:
+        raise UsageError(f"{_place(settings)}: no tasks")
+    for name, spec in settings.tasks.items():
+        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name):
+            raise UsageError(f"{_place(settings, name)}: a task name is letters, digits and _ "
+                             "(it names the task's signature in the export)")
+        if not isinstance(spec, dict) or spec.get("kind") not in KINDS:
+            raise UsageError(f"{_place(settings, name)}: 'kind' must be one of {sorted(KINDS)}")
+        unknown = KINDS[spec["kind"]].unknown_keys(
+            {k: v for k, v in spec.items() if k != "kind"}, RUN_ONLY)
+        if unknown:
+            raise UsageError(f"{_place(settings, name)}: unknown keys {unknown}")
+    if settings.task_sampling == "temperature" and settings.temperature <= 0:
+        raise UsageError("--temperature must be more than 0")
+
+
+def task_parts(settings, name):
+    """(kind, data spec, settings) of task `name`: the run's common settings, then its spec's
+    keys, go through its kind (`zoo.kinds.kind.Kind.parts`)."""
+    spec = settings.tasks[name]
+    kind = KINDS[spec["kind"]]
+    fields = {f.name for f in dataclasses.fields(kind.settings)} - RUN_ONLY
+    values = {f.name: getattr(settings, f.name) for f in dataclasses.fields(RunSettings)
+              if f.name in fields}
+    values.update({k: v for k, v in spec.items() if k != "kind"})
+    values["model_dir"] = os.path.join(settings.model_dir, "tasks", name)
+    return (kind, *kind.parts(values))
+
+
+def _reader(kind, data, settings, place):
+    """The task's `read_split`, its missing splits named as keys of its spec."""
+    read_split = kind.reader(data, settings)
+
+    def read(split):
+        try:
+            return read_split(split)
+        except MissingSplit as e:
+            raise MissingSplit(f"{place}: no {split} data: give the task "
+                               + " or ".join(e.keys)) from None
+    return read
+
+
+class MultiTask(runner.Task):
+    """Several tasks on one encoder; see the module docstring."""
+
+    NAME = "multitask"
+    MODES = ("train", "eval", "train_and_eval", "export")
+
+    @staticmethod
+    def check_settings(settings):
+        check_specs(settings)
+        if settings.gradient_accumulation_steps != 1:
+            raise UsageError("multi-task training takes --gradient_accumulation_steps=1")
+        for name in settings.tasks:
+            kind, data, task_settings = task_parts(settings, name)
+            kind.task.check_settings(task_settings)
+            data.check(task_settings)
+
+    @staticmethod
+    def training_padding(settings):
+        paddings = {kind.task.training_padding(task_settings)
+                    for kind, _, task_settings in map(partial(task_parts, settings),
+                                                      settings.tasks)}
+        return "fixed" if paddings == {"fixed"} else "dynamic"
+
+    def __init__(self, run, read_split):
+        super().__init__(run, read_split)
+        self.tasks = {}
+        self.kinds = {}
+        for name in self.settings.tasks:
+            kind, data, sub = task_parts(self.settings, name)
+            sub = kind.task.resolve_settings(sub, self.settings.model_dir, name)
+            os.makedirs(sub.model_dir, exist_ok=True)
+            self.kinds[name] = kind
+            self.tasks[name] = kind.task(runner.Run(run.mode, sub, run.strategy, run.compute),
+                                         _reader(kind, data, sub, _place(self.settings, name)))
+        self.settings = dataclasses.replace(self.settings, pooling={
+            name: task.settings.pooling for name, task in self.tasks.items()
+            if hasattr(task.settings, "pooling")})  # recorded in run.json
+        self.probabilities = self.steps_per_epoch = None
+
+    def prepare_training(self, evaluate_each_epoch):
+        data = {name: task.prepare_training(evaluate_each_epoch)
+                for name, task in self.tasks.items()}
+        batch = self.settings.train_batch_size
+        counts = {name: d.count for name, d in data.items()}
+        short = [f"{name} ({n} {data[name].unit})" for name, n in counts.items() if n < batch]
+        if short:
+            raise UsageError(f"less than one batch of {batch}: {', '.join(short)}")
+        self.probabilities = sampling_probabilities(counts, self.settings.task_sampling,
+                                                    self.settings.temperature)
+        self.steps_per_epoch = sum(n // batch for n in counts.values())
+        expected = {name: round(p * self.steps_per_epoch)
+                    for name, p in self.probabilities.items()}
+        mixture = dict(task_sampling=self.settings.task_sampling,
+                       temperature=self.settings.temperature, steps_per_epoch=self.steps_per_epoch,
+                       tasks={name: dict(training=counts[name], unit=data[name].unit,
+                                         probability=round(self.probabilities[name], 4),
+                                         steps_per_epoch=expected[name])
+                              for name in self.tasks})
+        print("task mix:", ", ".join(f"{n} {m['probability']:.3f} (~{m['steps_per_epoch']} steps"
+                                     " an epoch)" for n, m in mixture["tasks"].items()))
+        if self.run.chief:
+            save_json(os.path.join(self.settings.model_dir, "mixture.json"), mixture)
+        return runner.TrainingData(
+            self.steps_per_epoch * batch, "examples",
+            {name: d.fingerprint for name, d in data.items()},
+            dict(mixture=mixture, **{f"{name}/{k}": v for name, d in data.items()
+                                     for k, v in d.report.items()}))
+
+    def prepare_restore(self):
+        for task in self.tasks.values():
+            task.prepare_restore()
+
+    def outputs(self):
+        return {name: task.outputs() for name, task in self.tasks.items()}
+
+    def build_core(self, encoder):
+        return {name: task.build_core(encoder) for name, task in self.tasks.items()}
+
+    def train_dataset(self, epoch):
+        schedule = sample_schedule(self.probabilities, self.steps_per_epoch,
+                                   seed=[self.settings.seed, epoch])
+        return Mixture({name: task.train_dataset(epoch).repeat()
+                        for name, task in self.tasks.items() if name in schedule}, schedule)
+
+    def loss_function(self):
+        return {name: task.loss for name, task in self.tasks.items()}
+
+    def train_metrics(self):
+        return {f"{name}/{k}": metric for name, task in self.tasks.items()
+                for k, metric in task.train_metrics().items()}
+
+    def evaluate(self, core):
+        """Every task's evaluation, as `<task>/<metric>`."""
+        results = {}
+        for name, task in self.tasks.items():
+            for key, value in task.evaluate(core[name]).items():
+                results[f"{name}/{key}"] = value
+        return results
+
+    def evaluated(self, results):
+        """MODEL_DIR/best_per_task.json: each task's best evaluation by its main metric."""
+        step = results.get("step")
+        path = os.path.join(self.settings.model_dir, BEST_FILE)
+        best = load_json(path, missing={})
+        for name, kind in self.kinds.items():
+            found = kind.main_metric(results, prefix=f"{name}/")
+            if found is None:
+                continue
+            metric, value = found
+            if name not in best or value > best[name]["value"]:
+                best[name] = dict(metric=metric, value=value, step=step)
+        if self.run.chief:
+            save_json(path, best)
+
+    def signatures(self, core):
+        return {name: task.serving(core[name]) for name, task in self.tasks.items()}

