@@ -7,8 +7,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from tests.helpers import profiled_ops
-from zoo.compute import Compute
-from zoo.compute import fusion, precision
+from zoo.compute import Compute, fusion, precision
 from zoo.training import loop
 from zoo.training.optimizer import create_optimizer
 

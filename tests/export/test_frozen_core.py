@@ -6,8 +6,7 @@ import tensorflow as tf
 from zoo.base.errors import UsageError
 from zoo.compute import precision
 from zoo.data.pipeline import trim_to_longest
-from zoo.export import frozen_core, savedmodel
-from zoo.export import small_requests
+from zoo.export import frozen_core, savedmodel, small_requests
 from zoo.model import cores
 
 needs_rewrite = pytest.mark.skipif(

@@ -7,8 +7,7 @@ import tensorflow as tf
 
 from zoo.compute import precision as zoo_precision
 from zoo.data.pipeline import trim_to_longest
-from zoo.export import frozen_core, grappler
-from zoo.export import small_requests
+from zoo.export import frozen_core, grappler, small_requests
 from zoo.model import cores
 
 

@@ -6,8 +6,7 @@ import pytest
 from zoo.base.errors import UsageError
 from zoo.base.fields import check_choices, flag_fields
 from zoo.compute import precision
-from zoo.kinds import classification
-from zoo.kinds import squad
+from zoo.kinds import classification, squad
 from zoo.run.settings import RunSettings, start_run
 
 

@@ -29,10 +29,10 @@ from zoo.kinds.kind import Kind
 from zoo.kinds.labelled import LabelledRows
 from zoo.model import hub
 from zoo.model.cores import classifier_core
-from zoo.training import run_record
 from zoo.model.heads import POOLINGS
 from zoo.run import runner
 from zoo.run.settings import RunSettings
+from zoo.training import run_record
 
 PADDINGS = ("bucketed", "dynamic", "fixed")
 
