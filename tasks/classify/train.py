@@ -1,52 +1,5 @@
-r"""Fine-tune, evaluate, predict and export a model on any labelled CSV, TSV, JSONL or TFDS:
-one class per text (default), a score (--task_type=regression) or several classes
-(--task_type=multi_label).
-
-  python -m tasks.classify.train --train_file=tweets.csv --eval_file=tweets_dev.csv \
-      --text_column=tweet --label_column=sentiment --label_map=-1:negative,0:neutral,1:positive \
-      --model_dir=runs/tweets --export_dir=runs/tweets/export/1
-  python -m tasks.classify.train --tfds_name=glue/mrpc --model_dir=runs/mrpc_tfds
-  python -m tasks.classify.train --task_type=multi_label --noheader --quoting=csv \
-      --train_file=go_emotions/train.tsv --eval_file=go_emotions/dev.tsv --text_column=0 \
-      --label_column=1 --id_column=2 --label_names_file=go_emotions/emotions.txt \
-      --model_dir=runs/go_emotions
-
-Label names are learned from the training data (and renamed by --label_map or
---label_names_file); they are saved in the model dir and come back in predictions and in the
-exported model's outputs.
-"""
-from absl import app, flags
-
-from tasks import common
-from zoo.base.fields import flag_fields
-
-TASK_TYPES = dict(zip(("classification", "regression", "multi_label"),
-                      common.define_kind_flags("classify", "regression", "multi_label")))
-flags.DEFINE_enum("task_type", "classification", list(TASK_TYPES),
-                  "classification: one class per row; regression: a number per row (--score_range"
-                  "); multi_label: a list of classes per row (--label_separator, --threshold).")
-flags.adopt_module_key_flags(common)
-FLAGS = flags.FLAGS
-
-
-def _no_foreign_flags():
-    """A flag of another --task_type, set to something else than its default, is a mistake."""
-    from zoo.base.errors import UsageError  # pylint: disable=import-outside-toplevel
-
-    own = {f.name for f in flag_fields(TASK_TYPES[FLAGS.task_type].settings)}
-    for other, kind in TASK_TYPES.items():
-        for field in flag_fields(kind.settings):
-            # (a flagfile holds every flag: one at its default is not a choice)
-            if (field.name not in own and FLAGS[field.name].present
-                    and FLAGS[field.name].value != field.default):
-                raise UsageError(f"--{field.name} is for --task_type={other}, not "
-                                 f"{FLAGS.task_type}")
-
-
-def main(argv):
-    del argv
-    common.run_kind(TASK_TYPES[FLAGS.task_type], check=_no_foreign_flags)
-
+"""`python -m tasks.classify.train` in a checkout: `zoo train classify` (zoo/cli/classify.py)."""
+from zoo.cli.main import task_main
 
 if __name__ == "__main__":
-    app.run(main)
+    task_main("classify")

@@ -1,19 +1,5 @@
-r"""Fine-tune, evaluate, predict and export a paraphrase classifier on GLUE MRPC.
-
-  python -m tasks.mrpc.train --data_dir=../shared/data/mrpc --model_dir=runs/mrpc \
-      --export_dir=runs/mrpc/export/1
-
-DATA_DIR holds train.tsv, dev.tsv (eval) and test.tsv (predict) in the GLUE layout (columns
-Quality, #1 ID, #2 ID, #1 String, #2 String). Labels: 0 = not a paraphrase, 1 = paraphrase.
-Without --data_dir (or split files) the data comes from TensorFlow Datasets (glue/mrpc).
-"""
-from absl import app, flags
-
-from tasks import common
-
-KIND = common.define_kind_flags("mrpc")
-flags.adopt_module_key_flags(common)
-main = common.main_of(KIND)
+"""`python -m tasks.mrpc.train` in a checkout: `zoo train mrpc` (zoo/cli/mrpc.py)."""
+from zoo.cli.main import task_main
 
 if __name__ == "__main__":
-    app.run(main)
+    task_main("mrpc")

@@ -1,19 +1,5 @@
-r"""Fine-tune, evaluate, predict and export a sentiment classifier on GLUE SST-2.
-
-  python -m tasks.sst2.train --data_dir=../shared/data/sst2 --model_dir=runs/sst2 \
-      --export_dir=runs/sst2/export/1
-
-DATA_DIR holds train.tsv, dev.tsv (eval) and test.tsv (predict) in the GLUE layout (columns
-sentence, label; test.tsv: index, sentence). Labels: 0 = negative, 1 = positive. Without
---data_dir (or split files) the data comes from TensorFlow Datasets (glue/sst2).
-"""
-from absl import app, flags
-
-from tasks import common
-
-KIND = common.define_kind_flags("sst2")
-flags.adopt_module_key_flags(common)
-main = common.main_of(KIND)
+"""`python -m tasks.sst2.train` in a checkout: `zoo train sst2` (zoo/cli/sst2.py)."""
+from zoo.cli.main import task_main
 
 if __name__ == "__main__":
-    app.run(main)
+    task_main("sst2")

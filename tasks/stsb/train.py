@@ -1,20 +1,5 @@
-r"""Fine-tune, evaluate, predict and export a sentence-similarity regressor on GLUE STS-B.
-
-  python -m tasks.stsb.train --data_dir=../shared/data/stsb --model_dir=runs/stsb \
-      --export_dir=runs/stsb/export/1
-
-DATA_DIR holds train.tsv, dev.tsv (eval) and test.tsv (predict) in the GLUE layout (columns
-index, genre, filename, year, old_index, source1, source2, sentence1, sentence2, score; test.tsv
-has no score). Scores go from 0 (unrelated) to 5 (equivalent); evaluation reports Pearson and
-Spearman correlation, and `predict` and the export give a `score` per pair.
-"""
-from absl import app, flags
-
-from tasks import common
-
-KIND = common.define_kind_flags("stsb")
-flags.adopt_module_key_flags(common)
-main = common.main_of(KIND)
+"""`python -m tasks.stsb.train` in a checkout: `zoo train stsb` (zoo/cli/stsb.py)."""
+from zoo.cli.main import task_main
 
 if __name__ == "__main__":
-    app.run(main)
+    task_main("stsb")

@@ -1,23 +1,5 @@
-r"""Fine-tune, evaluate, predict and export a token tagger (named entities) on CoNLL-style files.
-
-  python -m tasks.tagging.train --train_file=conll2003/iob2/train.txt \
-      --eval_file=conll2003/iob2/valid.txt --model_dir=runs/ner --export_dir=runs/ner/export/1
-  python -m tasks.tagging.train --mode=predict --model_dir=runs/ner \
-      --predict_file=conll2003/iob2/test.txt --output_file=runs/ner/test_tags.txt
-
-Files have one token per line with its tag in the last column (white-space separated), a blank
-line between sentences; `-DOCSTART-` lines are skipped; tags are BIO/IOB2 or IOB1. Evaluation
-gives entity precision, recall and F1 (overall and per type, as the CoNLL scorer counts them)
-and token accuracy. The export takes raw text and returns its entities with character offsets,
-type and score.
-"""
-from absl import app, flags
-
-from tasks import common
-
-KIND = common.define_kind_flags("tagging")
-flags.adopt_module_key_flags(common)
-main = common.main_of(KIND)
+"""`python -m tasks.tagging.train` in a checkout: `zoo train tagging` (zoo/cli/tagging.py)."""
+from zoo.cli.main import task_main
 
 if __name__ == "__main__":
-    app.run(main)
+    task_main("tagging")

@@ -142,7 +142,7 @@ TFDS_RUN = """
 import sys
 import tensorflow_datasets as tfds
 from absl import app
-from tasks.classify import train
+from zoo.cli import classify as train
 with tfds.testing.mock_data(num_examples=24):
     app.run(train.main, argv=["train"] + sys.argv[1:])
 """
@@ -165,7 +165,7 @@ KILLED_WHILE_SAVING = """
 import os, signal, sys
 import tensorflow as tf
 from absl import app
-from tasks.classify import train
+from zoo.cli import classify as train
 
 real_save = tf.train.CheckpointManager.save
 calls = []
@@ -211,7 +211,7 @@ FULL_DISK_EXPORT = """
 import errno, os, sys
 import tensorflow as tf
 from absl import app
-from tasks.classify import train
+from zoo.cli import classify as train
 
 def save(obj, export_dir, signatures=None, options=None):  # the disk fills half-way
     with open(os.path.join(export_dir, "saved_model.pb"), "wb") as f:

@@ -1,7 +1,7 @@
-"""tasks.common.run_task: the user's errors end in one line, a bug keeps its traceback."""
+"""zoo.cli.common.run_task: the user's errors end in one line, a bug keeps its traceback."""
 import pytest
 
-from tasks import common
+from zoo.cli import common
 from zoo.base.errors import OutputError, UsageError
 from zoo.base.stages import StageError
 from zoo.data.sources import MissingSplit

@@ -76,7 +76,7 @@ import sys
 import requests
 import tensorflow_datasets as tfds
 from absl import app
-from tasks.mrpc import train
+from zoo.cli import mrpc as train
 if sys.argv[1] == "offline":  # what tfds.load raised here, offline, after 204 s of retries
     def load(*args, **kwargs):
         raise requests.exceptions.ConnectionError(

@@ -150,7 +150,7 @@ import sys
 import numpy as np
 import tensorflow as tf
 from absl import app
-from tasks.squad import train
+from zoo.cli import squad as train
 from zoo.kinds import squad
 
 real_loss = squad.span_loss

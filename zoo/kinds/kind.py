@@ -3,7 +3,7 @@
 A `Kind` names a task class (`zoo.run.runner.Task`: its core model, loss, evaluation,
 predictions and serving signature), its settings class, its data spec (`zoo.data.specs`: the
 data flags and tasks.json keys, and how they read), the metrics that rank its evaluations and the
-defaults it sets. `zoo.kinds.table.KINDS` lists them; a task's CLI (`tasks/<task>/train.py`)
+defaults it sets. `zoo.kinds.table.KINDS` lists them; a task's CLI (`zoo/cli/<task>.py`)
 and a multi-task `tasks.json` entry both go through `make_data`, `make_settings` and `run`.
 """
 import dataclasses

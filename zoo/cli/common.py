@@ -1,13 +1,12 @@
 """Flags of every task's train.py, derived from its task kind, and turned back into a run.
 
-A task's train.py calls `define_kind_flags(KINDS[name])` at the top: `--mode` with the modes
+A task's CLI module (`zoo/cli/<task>.py`) calls `define_kind_flags(KINDS[name])` at the top: `--mode` with the modes
 the kind has, one flag per field of its settings class (`zoo.run.settings`) and one per data key
 of its data spec (`zoo.data.specs`): the name, type, default, choices and help text are declared
 there once, so `--help` lists exactly what the task uses. `main()` is `run_kind(kind)`, which
 builds the data spec and the settings back from the parsed flags and runs the mode.
 """
 import os
-import sys
 import traceback
 
 from absl import flags
@@ -79,12 +78,9 @@ def save_flags():
     Only flags that zoo's tasks define are written: flags that libraries define as they are
     imported would make the file unreadable to a run that has not imported them yet.
     """
-    main = os.path.abspath(sys.argv[0]) if sys.argv and sys.argv[0] else ""
     lines = []
     for module, module_flags in FLAGS.flags_by_module_dict().items():
-        is_task = (module.startswith("tasks.") or module == "__main__"
-                   or os.path.abspath(module) == main)
-        if is_task:
+        if module.startswith("zoo.cli."):
             lines += [f.serialize() for f in module_flags if f.value is not None]
     os.makedirs(FLAGS.model_dir, exist_ok=True)
     name = "flags.txt" if FLAGS.mode in ("train", "train_and_eval") else f"flags_{FLAGS.mode}.txt"

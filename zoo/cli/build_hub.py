@@ -9,6 +9,8 @@ The output holds `preprocessor/` and `encoder/`, usable as `--encoder_handle=OUT
 """
 import time
 
+import sys
+
 from absl import app, flags, logging
 
 flags.DEFINE_string(
@@ -42,7 +44,10 @@ def main(argv):
 
 
 def run():
-    app.run(main)
+    """The `zoo-build-hub` console script (the same as `zoo build-hub`)."""
+    from zoo.cli.main import run_absl  # pylint: disable=import-outside-toplevel
+
+    run_absl(__name__, sys.argv[1:])
 
 
 if __name__ == "__main__":

@@ -1,5 +1,7 @@
 """zoo-models: list the model names zoo knows, their handles, and which load offline here."""
-from absl import app, flags
+import sys
+
+from absl import flags
 
 flags.DEFINE_bool("offline_only", False, "List only the models that load offline here.")
 FLAGS = flags.FLAGS
@@ -24,7 +26,10 @@ def main(argv):
 
 
 def run():
-    app.run(main)
+    """The `zoo-models` console script (the same as `zoo models`)."""
+    from zoo.cli.main import run_absl  # pylint: disable=import-outside-toplevel
+
+    run_absl(__name__, sys.argv[1:])
 
 
 if __name__ == "__main__":

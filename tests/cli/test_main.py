@@ -1,0 +1,66 @@
+"""The `zoo` command: its subcommands, a quiet start, and what the distribution installs."""
+import configparser
+import os
+
+import pytest
+import setuptools
+
+from tests.helpers import ROOT, run_module
+from zoo.cli import main
+
+NOISE = ("cudart_stub", "cuInit", "cpu_feature_guard", "oneDNN custom operations", "I0000",
+         "absl::InitializeLog")
+
+
+def test_help_lists_every_subcommand(capsys):
+    main.run(["--help"])
+    out = capsys.readouterr().out
+    for command in list(main.MODES) + list(main.TOOLS) + ["serve-predict"]:
+        assert f"zoo {command}" in out, command
+    for task in main.TASKS:
+        assert task in out
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["train"], "`zoo train` needs a TASK first"),
+    (["predict", "nope"], "`zoo predict` needs a TASK first"),
+    (["fly"], "unknown command 'fly'"),
+])
+def test_a_wrong_command_says_what_is_wrong(argv, message):
+    with pytest.raises(SystemExit, match=message):
+        main.run(argv)
+
+
+def test_a_task_command_starts_quietly_and_runs_its_mode(tmp_path, tiny_hub):
+    data = tmp_path / "train.csv"
+    data.write_text("text,label\n" + "".join(f"row {i} good,{i % 2}\n" for i in range(40)))
+    result = run_module("zoo.cli.main", "check-data", "classify", f"--train_file={data}",
+                        f"--model_dir={tmp_path / 'model'}", "--encoder_handle=tiny")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "data check, train: 40 rows in 1 file(s)" in result.stdout
+    assert os.path.exists(tmp_path / "model" / "data_check_train.json")  # --mode=check_data
+    assert not [n for n in NOISE if n in result.stderr + result.stdout], result.stderr[-3000:]
+    loud = run_module("zoo.cli.main", "check-data", "classify", f"--train_file={data}",
+                      f"--model_dir={tmp_path / 'model'}", "--encoder_handle=tiny",
+                      env={"ZOO_TF_LOGS": "1"})
+    assert loud.returncode == 0 and "I0000" in loud.stderr  # asked for: shown
+
+
+def test_a_task_command_helps_with_the_tasks_own_flags():
+    result = run_module("zoo.cli.main", "train", "sst2", "--help")
+    flags = {line.split(":")[0].strip() for line in result.stdout.splitlines()
+             if line.startswith("  --")}
+    assert {"--data_dir", "--model_dir", "--[no]dedupe"} <= flags
+    assert "Fine-tune, evaluate, predict and export" in result.stdout  # the task's own docs
+    assert not [n for n in NOISE if n in result.stderr]
+
+
+def test_the_distribution_installs_zoo_alone():
+    config = configparser.ConfigParser()
+    config.read(os.path.join(ROOT, "setup.cfg"))
+    include = config["options.packages.find"]["include"].split()
+    packages = setuptools.find_packages(ROOT, include=include)
+    assert {p.split(".")[0] for p in packages} == {"zoo"}
+    assert "zoo.cli" in packages
+    scripts = config["options.entry_points"]["console_scripts"]
+    assert "zoo = zoo.cli.main:run" in scripts and "zoo-build-hub" in scripts

@@ -1,0 +1,83 @@
+"""zoo: fine-tune, evaluate, predict with and export BERT-family models, and build the models.
+
+usage: zoo COMMAND [TASK] [--flags]
+
+  zoo train TASK        fine-tune (and evaluate after every epoch; export with --export_dir)
+  zoo eval TASK         evaluate a trained model dir
+  zoo predict TASK      write predictions for --predict_file
+  zoo export TASK       write a TF Serving SavedModel of a trained model dir
+  zoo check-data TASK   check the data of every split given (not squad, multitask)
+  zoo build-hub         build TF Hub-format models offline from a checkpoint
+  zoo models            list the model names zoo knows
+  zoo serve-predict     predict with an export, JSON lines in and out (zoo.serving)
+
+TASK is mrpc, sst2, stsb, classify, squad, tagging or multitask. `zoo COMMAND TASK --help`
+lists the flags of a task. For example:
+
+  zoo train mrpc --data_dir=../shared/data/mrpc --model_dir=runs/mrpc
+  zoo predict mrpc --data_dir=../shared/data/mrpc --model_dir=runs/mrpc \\
+      --output_file=runs/mrpc/test.csv
+  zoo serve-predict runs/mrpc/export/1 < pairs.tsv
+"""
+import importlib
+import sys
+
+from zoo.cli import quiet
+
+TASKS = ("mrpc", "sst2", "stsb", "classify", "squad", "tagging", "multitask")
+MODES = {"train": None, "eval": "eval", "predict": "predict", "export": "export",
+         "check-data": "check_data"}  # command -> --mode (train: the task's default)
+TOOLS = {"build-hub": "zoo.cli.build_hub", "models": "zoo.cli.list_models"}
+
+
+def run_absl(module_name, args):
+    """Imports the CLI module `module_name` (quietly: `zoo.cli.quiet`) and runs its absl `main`
+    with `args`; `--help` shows that module's flags and docstring."""
+    with quiet.startup():
+        module = importlib.import_module(module_name)
+    from absl import app, flags  # pylint: disable=import-outside-toplevel
+
+    def main(argv):
+        quiet.python_logging(flags.FLAGS["verbosity"].present)
+        module.main(argv)
+
+    # absl's --help describes the flags of the module named by argv[0] and the docstring of
+    # __main__: here, the task's module.
+    sys.argv[0] = module_name
+    sys.modules["__main__"].__doc__ = module.__doc__
+    app.run(main, argv=[module_name, *args])
+
+
+def task_main(task, args=None):
+    """Runs the CLI of `task` (`python -m tasks.<task>.train` in a checkout)."""
+    run_absl(f"zoo.cli.{task}", sys.argv[1:] if args is None else args)
+
+
+def _usage(problem):
+    raise SystemExit(f"zoo: {problem}\n\n{__doc__.split(chr(10) + chr(10))[1]}")
+
+
+def run(argv=None):
+    """The `zoo` console script."""
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(__doc__)
+        return
+    command, rest = argv[0], argv[1:]
+    if command in MODES:
+        if not rest or rest[0] not in TASKS:
+            _usage(f"`zoo {command}` needs a TASK first: one of {', '.join(TASKS)}")
+        mode = MODES[command]
+        task_main(rest[0], ([f"--mode={mode}"] if mode else []) + rest[1:])
+    elif command in TOOLS:
+        run_absl(TOOLS[command], rest)
+    elif command == "serve-predict":
+        with quiet.startup():
+            from zoo import serving  # pylint: disable=import-outside-toplevel
+        serving.main(rest)
+    else:
+        _usage(f"unknown command {command!r}")
+
+
+if __name__ == "__main__":
+    run()

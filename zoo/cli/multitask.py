@@ -1,0 +1,83 @@
+r"""Fine-tune one encoder on several tasks at once, evaluate each, and export one SavedModel
+with a signature per task.
+
+  zoo train multitask --tasks_file=tasks.json --model_dir=runs/multi \
+      --export_dir=runs/multi/export/1
+  zoo train multitask --tasks=mrpc,sst2 --mrpc_data_dir=../shared/data/mrpc \
+      --sst2_data_dir=../shared/data/sst2 --model_dir=runs/glue2
+
+tasks.json names each task, its kind and its data, and may set any of that kind's settings:
+
+  {"mrpc": {"kind": "mrpc", "data_dir": "../shared/data/mrpc"},
+   "sst2": {"kind": "sst2", "data_dir": "../shared/data/sst2"},
+   "squad": {"kind": "squad", "train_file": "train-v1.1.json", "eval_file": "dev-v1.1.json",
+             "max_seq_length": 384, "max_train_questions": 5000},
+   "tweets": {"kind": "classify", "train_file": "tweets.csv", "eval_file": "tweets_dev.csv",
+              "text_column": "tweet", "label_column": "sentiment"}}
+
+Kinds (zoo.kinds.table.KINDS; each takes the data keys of its task's data flags): mrpc, sst2, stsb
+(GLUE folders: data_dir), classify, regression, multi_label (files and the column keys of
+tasks.classify: text_column, text_b_column, label_column, id_column, delimiter, header, quoting,
+label_map, label_names_file, tfds_name...), squad (SQuAD JSON; max_train_questions,
+unanswerable_fraction), tagging (CoNLL files). The flags below are every task's (learning rate,
+epochs, batch size, ...). --tasks with --<task>_data_dir is a shortcut for GLUE tasks in their own
+folders.
+"""
+import json
+
+from absl import flags
+
+from zoo.cli import common
+from zoo.kinds import multitask
+
+common.define_flags(multitask.MultiTask.MODES, multitask.Settings)
+flags.DEFINE_string("tasks_file", None, "JSON file of the tasks: {name: {\"kind\": ..., data, "
+                    "settings}} (see this module's help).")
+flags.DEFINE_list("tasks", [], "Tasks to train, in this order (the first is the export's "
+                  "serving_default): all of --tasks_file if not given; with no --tasks_file, "
+                  "GLUE tasks (mrpc, sst2, stsb) read from --<task>_data_dir.")
+for _glue in ("mrpc", "sst2", "stsb"):
+    flags.DEFINE_string(f"{_glue}_data_dir", None, f"GLUE {_glue} folder (with --tasks).")
+flags.adopt_module_key_flags(common)
+FLAGS = flags.FLAGS
+
+
+def _specs():
+    from zoo.base.errors import UsageError  # pylint: disable=import-outside-toplevel
+
+    if FLAGS.tasks_file:
+        try:
+            with open(FLAGS.tasks_file, encoding="utf-8") as f:
+                specs = json.load(f)
+        except OSError as e:
+            raise UsageError(f"{FLAGS.tasks_file}: cannot read it ({e.strerror})") from None
+        except json.JSONDecodeError as e:
+            raise UsageError(f"{FLAGS.tasks_file}:{e.lineno}: not valid JSON ({e.msg})") from None
+        if not isinstance(specs, dict):
+            raise UsageError(f"{FLAGS.tasks_file}: expected a JSON object {{task name: spec}}")
+        missing = [t for t in FLAGS.tasks if t not in specs]
+        if missing:
+            raise UsageError(f"--tasks: {missing} not in {FLAGS.tasks_file}")
+        return {t: specs[t] for t in FLAGS.tasks or specs}
+    specs = {}
+    for name in FLAGS.tasks:
+        folder = FLAGS[f"{name}_data_dir"].value if f"{name}_data_dir" in FLAGS else None
+        if not folder:
+            raise UsageError(f"--tasks={name}: pass --{name}_data_dir (a GLUE folder), or "
+                             "describe the tasks in --tasks_file")
+        specs[name] = dict(kind=name, data_dir=folder)
+    if not specs:
+        raise UsageError("pass --tasks_file, or --tasks with --<task>_data_dir")
+    return specs
+
+
+def main(argv):
+    del argv
+    from zoo.run import runner  # pylint: disable=import-outside-toplevel
+
+    def run():
+        settings = common.settings_from_flags(multitask.Settings, tasks=_specs(),
+                                              tasks_file=FLAGS.tasks_file or "")
+        return runner.run(FLAGS.mode, multitask.MultiTask, settings, None)
+
+    common.run_task(run)
