@@ -12,9 +12,8 @@ only for training with fixed padding (every batch the same shape) on a CPU-only 
 replica (fusion under distribution strategies is not tested; `on` allows it), and only on a CPU with
 AMX. Since the encoder `zoo-build-hub` writes trains its layer norms and dropout with single kernels
 and `zoo.training.optimizer` updates each weight in one, little is left for XLA to fuse: on an AMD
-Zen 4 EPYC (AVX512_BF16, no AMX) the plain step was 1.08x (fp32) and 1.02x (bf16) the fused one's
-speed on MRPC at fixed length 128, 1.06x and 1.09x on SQuAD windows of 384, and XLA's compilation
-added 14 to 19 s to the first steps (BENCHMARKS.md, "XLA fusion measured again"). On an AMX CPU,
+Zen 4 EPYC (AVX512_BF16, no AMX) the plain step was the faster one, in fp32 and bf16, and XLA's
+compilation lengthens the first steps (BENCHMARKS.md, "XLA fusion measured again"). On an AMX CPU,
 whose bf16 matmuls are faster and leave the elementwise ops a larger share of the step, fusion was
 faster when last measured, with the encoder and optimizer of then; `auto` keeps it there. With
 bucketed or dynamic batches every new length would compile again; `on` forces it anyway. It needs

@@ -5,9 +5,8 @@ zoo training pipeline uses), TensorFlow sets glibc's M_TRIM_THRESHOLD to 128 KB 
 "Memory patch applied"). Setting it also stops glibc from raising its mmap threshold as it
 otherwise does, so the threshold stays where it happened to be, often its initial 128 KB. Every
 larger block is then a fresh `mmap` and `munmap`: each activation, gradient and cast of a
-training step, whose pages the kernel maps anew (a page fault per 4 KB) on every step. A bf16
-MRPC step of MiniLM on a Zen 4 EPYC took about 17,000 page faults instead of under 1,000, and
-was 2 to 9% slower (BENCHMARKS.md, training, 7th run).
+training step, whose pages the kernel maps anew (a page fault per 4 KB) on every step: many
+times the page faults, and a slower step (BENCHMARKS.md, training).
 
 `settle` sets the mmap threshold to 32 MB, where glibc's own dynamic threshold stops rising on
 a 64-bit machine, and the trim threshold to twice that, as glibc keeps them: larger blocks are

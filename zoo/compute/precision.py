@@ -4,9 +4,8 @@ A Keras mixed-precision policy does not reach inside a Hub encoder (tensorflow/h
 encoder's SavedModel functions were traced in fp32. TensorFlow's graph optimizer (Grappler) can
 still rewrite the whole graph, Hub functions included, to run matmuls and the ops around them in
 bfloat16 through oneDNN ("auto mixed precision"); variables, the optimizer's update, the loss
-and the model's inputs and outputs stay fp32. On a CPU with AMX-BF16 that makes a bf16 matmul
-about 4x faster than fp32; on one with AVX512_BF16 and no AMX (AMD Zen 4 and later) about 1.9x,
-and a training step 1.1-1.3x (BENCHMARKS.md, with the accuracy it keeps); on a CPU without
+and the model's inputs and outputs stay fp32. On a CPU with AMX-BF16 or AVX512_BF16 that makes
+matmuls and training steps faster (BENCHMARKS.md, with the accuracy it keeps); on a CPU without
 native bf16 it would be emulated and slower, so `auto` turns it on only where the CPU reports
 `amx_bf16` or `avx512_bf16`, and never when a GPU or TPU does the work. `auto` also keeps
 evaluation, prediction and export in fp32: there bf16 gains little (weights are cast on every

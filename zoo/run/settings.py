@@ -105,10 +105,9 @@ class RunSettings:
         "For TF Serving use a numbered dir, e.g. .../model/1.")
     export_precision: str = setting(
         "fp32", "Arithmetic of the export. bf16: the weights its matmuls read stored in "
-        "bfloat16 and the matmuls run in bf16 by the export itself (also under TF Serving); "
-        "1.9x the batched throughput of the fp32 export on a CPU with AVX512_BF16, accuracy "
-        "within half a point on average (BENCHMARKS.md). Serve it on a CPU with AMX-BF16 or "
-        "AVX512_BF16: others emulate bf16. Writing it needs a CPU with AVX-512 or "
+        "bfloat16 and the matmuls run in bf16 by the export itself (also under TF Serving): "
+        "faster, as accurate within measurement (BENCHMARKS.md). Serve it on a CPU with "
+        "AMX-BF16 or AVX512_BF16: others emulate bf16. Writing it needs a CPU with AVX-512 or "
         "AVX-NE-CONVERT.",
         choices=EXPORT_PRECISIONS)
     export_small_requests: bool = setting(

@@ -1,0 +1,49 @@
+"""Every `zoo` command in README.md's examples names a real command and task, and flags that
+task's CLI parses (one fresh process per task: a task's module defines its flags)."""
+import collections
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+from tests.helpers import ROOT
+from zoo.cli import main
+
+PARSE = """
+import importlib, json, sys
+from absl import flags
+importlib.import_module("zoo.cli." + sys.argv[1])
+for args in json.loads(sys.argv[2]):
+    flags.FLAGS.unparse_flags()
+    flags.FLAGS(["zoo"] + args)  # an unknown flag or a bad value raises
+print("parsed", len(json.loads(sys.argv[2])))
+"""
+
+
+def _commands():
+    """The `zoo ...` lines of README's bash blocks (continuation lines joined), as words."""
+    text = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+        for line in block.replace("\\\n", " ").splitlines():
+            words = shlex.split(line.split("&&")[-1]) if line.strip() else []
+            if words and os.path.basename(words[0]) == "zoo":
+                commands.append(words[1:])
+    return commands
+
+
+def test_readmes_zoo_commands_parse():
+    by_task = collections.defaultdict(list)
+    for command, *rest in _commands():
+        assert command in main.MODES or command == "serve-predict", command
+        if command in main.MODES:
+            assert rest and rest[0] in main.TASKS, (command, rest)
+            by_task[rest[0]].append(rest[1:])
+    assert sum(map(len, by_task.values())) >= 8, dict(by_task)
+    for task, commands in by_task.items():
+        result = subprocess.run([sys.executable, "-c", PARSE, task, json.dumps(commands)],
+                                cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert result.returncode == 0, (task, result.stderr[-2000:])
+        assert f"parsed {len(commands)}" in result.stdout
