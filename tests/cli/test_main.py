@@ -1,5 +1,6 @@
 """The `zoo` command: its subcommands, a quiet start, and what the distribution installs."""
 import configparser
+import logging
 import os
 
 import pytest
@@ -64,3 +65,17 @@ def test_the_distribution_installs_zoo_alone():
     assert "zoo.cli" in packages
     scripts = config["options.entry_points"]["console_scripts"]
     assert "zoo = zoo.cli.main:run" in scripts and "zoo-build-hub" in scripts
+
+
+def test_the_quiet_start_drops_two_tensorflow_warnings_and_keeps_the_others():
+    from zoo.cli import quiet  # pylint: disable=import-outside-toplevel
+
+    def kept(message):
+        return quiet._DropNoise().filter(logging.LogRecord(  # pylint: disable=protected-access
+            "tensorflow", logging.WARNING, "f.py", 1, message, None, None))
+
+    assert not kept("Found untraced functions such as _update_step_xla while saving (showing 5 "
+                    "of 110).")
+    assert not kept("5 out of the last 9 calls to <function f> triggered tf.function retracing. "
+                    "Tracing is expensive ...")
+    assert kept("Skipping full serialization of Keras layer")

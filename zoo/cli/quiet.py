@@ -5,8 +5,8 @@ logging is set up: the oneDNN notice, CUDA probing on a machine without a GPU ("
 cuda drivers", "failed call to cuInit"), CPU features. `startup()` points stderr's file
 descriptor at /dev/null for exactly that; for what comes later, TensorFlow's C++ logging is
 turned off (TF_CPP_MIN_LOG_LEVEL=3: a failure still raises its Python error) and Python logging
-shows warnings and errors only (`python_logging`), less TensorFlow's "Found untraced functions"
-on every export. zoo's own progress, results, warnings and errors are printed as before.
+shows warnings and errors only (`python_logging`), less two TensorFlow warnings that say nothing
+to a user (`_DropNoise`). zoo's own progress, results, warnings and errors are printed as before.
 ZOO_TF_LOGS=1 in the environment shows everything again; `--verbosity=0` shows the Python
 side's INFO lines.
 """
@@ -18,12 +18,16 @@ import sys
 SHOW = "ZOO_TF_LOGS"
 
 
-class _DropUntraced(logging.Filter):
-    """TensorFlow's "Found untraced functions such as ..." on every SavedModel zoo writes: its
-    serving functions are traced and saved whole (`zoo.export.flat_serving`)."""
+class _DropNoise(logging.Filter):
+    """Two TensorFlow warnings that say nothing to a user of zoo: "Found untraced functions such
+    as ..." on every SavedModel zoo writes (its serving functions are traced and saved whole:
+    `zoo.export.flat_serving`), and "... triggered tf.function retracing" when evaluation meets
+    batches of a new length (batches are cut to their longest text, on purpose)."""
 
     def filter(self, record):
-        return not str(record.msg).startswith("Found untraced functions")
+        message = str(record.msg)
+        return not (message.startswith("Found untraced functions")
+                    or "triggered tf.function retracing" in message)
 
 
 def verbose():
@@ -50,7 +54,7 @@ def startup():
         os.dup2(saved, 2)
         os.close(saved)
         os.close(devnull)
-    logging.getLogger("tensorflow").addFilter(_DropUntraced())
+    logging.getLogger("tensorflow").addFilter(_DropNoise())
 
 
 def python_logging(verbosity_given):
