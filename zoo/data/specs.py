@@ -27,7 +27,6 @@ from zoo.data.sources import FileSource, ListSource, MissingSplit
 from zoo.data.squad import SquadFile, WithUnanswerable
 from zoo.data.text_files import QUOTINGS, Columns
 
-SPLITS = ("train", "eval", "predict")
 _FILES = "file, glob or comma-separated list"
 
 
