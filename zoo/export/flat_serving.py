@@ -59,7 +59,7 @@ class FlatServing(tf.Module):
         module: a serving module of `zoo.export.savedmodel`.
 
     Example:
-        export.save("/tmp/model/1", {"serving_default": FlatServing(TextServing(...))})
+        savedmodel.save("/tmp/model/1", {"serving_default": FlatServing(TextServing(...))})
     """
 
     def __init__(self, module):

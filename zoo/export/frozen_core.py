@@ -143,9 +143,10 @@ class FrozenCore(tf.Module):
             (`zoo.export.small_requests`); False keeps one copy (`--noexport_small_requests`).
 
     Example:
-        serving = export.TextServing(FrozenCore(core, "bf16"), packer, export.class_outputs,
-                                     label_names=["negative", "positive"])
-        export.save("/tmp/model/1", {"serving_default": serving})
+        serving = savedmodel.TextServing(FrozenCore(core, "bf16"), packer,
+                                         savedmodel.class_outputs,
+                                         label_names=["negative", "positive"])
+        savedmodel.save("/tmp/model/1", {"serving_default": serving})
     """
 
     def __init__(self, core, precision="bf16", small_requests=True):
