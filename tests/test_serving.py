@@ -1,8 +1,10 @@
 """zoo.serving: Python inference on an export, in a process that imports only tensorflow,
 tensorflow_text and zoo.serving; one dict per input in input order; the command line."""
 import gc
+import io
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -128,6 +130,134 @@ def test_tagging_and_squad_exports_give_entities_and_answers(tiny_hub, tmp_path)
     assert out["input_names"] == ["question", "context"]
     for question, row in zip(questions, out["rows"]):
         assert question["context"][row["start"]:row["end"]] == row["answer"]
+
+
+def test_the_api_refuses_what_it_cannot_predict_and_reads_bytes(pair_export):
+    model = serving.load(pair_export)
+    with pytest.raises(TypeError, match=r"predict takes a list of inputs, not one str: for a "
+                                        r"single text, predict\(\[text\]\)"):
+        model.predict("great film")  # not one prediction per character
+    for bad, message in [([5], "expected a text, a tuple of texts or a dict, not 5"),
+                         ([None], "expected a text, a tuple of texts or a dict, not None"),
+                         ([("a", None)], "text_b is not a string: None"),
+                         ([("a", "b\ud800")], "text_b is not valid Unicode"),
+                         ([(b"\xff", "b")], "text_a is not valid UTF-8")]:
+        with pytest.raises(ValueError, match=f"input 0: {re.escape(message)}"):
+            model.predict(bad)
+    as_bytes = model.predict([("a fine film".encode(), b"yes")])
+    _assert_same_rows(as_bytes, model.predict([("a fine film", "yes")]))
+    with pytest.raises(ValueError, match="batch_size must be a whole number, at least 1, not 0"):
+        serving.load(pair_export, batch_size=0)
+
+
+def test_a_missing_or_unreadable_export_is_named(pair_export, tmp_path):
+    model_dir = os.path.dirname(os.path.dirname(pair_export))  # .../serving/export/1 -> serving
+    with pytest.raises(FileNotFoundError, match="no such directory"):
+        serving.load(str(tmp_path / "nowhere"))
+    with pytest.raises(FileNotFoundError, match=f"not an export .*; the export is "
+                                                f"{re.escape(pair_export)}"):
+        serving.load(model_dir)
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "saved_model.pb").write_bytes(b"not a protocol buffer")
+    with pytest.raises(ValueError, match="broken: not a readable SavedModel"):
+        serving.load(str(broken))
+
+
+def _cli(monkeypatch, capsys, argv, stdin=""):
+    """`zoo serve-predict` in this process: (exit message or None, stdout lines, stderr)."""
+    monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    try:
+        serving.main(argv)
+        code = None
+    except SystemExit as e:
+        code = str(e.code)
+    out, err = capsys.readouterr()
+    return code, out.splitlines(), err
+
+
+def test_the_command_line_refuses_with_one_error_line(pair_export, monkeypatch, capsys, tmp_path):
+    for argv, message in [([pair_export, "--batch_size=0"], "--batch_size must be a whole "
+                           "number, at least 1, not '0'"),
+                          ([pair_export, "--batch_size=x"], "not 'x'"),
+                          ([pair_export, "--format=xml"], "--format must be one of"),
+                          ([pair_export, "--batchsize=2"], "unknown flag --batchsize"),
+                          ([str(tmp_path / "nowhere")], "error: " + str(tmp_path / "nowhere")
+                           + ": no such directory")]:
+        code, out, _ = _cli(monkeypatch, capsys, argv, "a\tb\n")
+        assert code is not None and message in code and not out, (argv, code)
+    code, out, _ = _cli(monkeypatch, capsys, [pair_export], "a\tb\nc\td\nonly one\ne\tf\n")
+    assert code.startswith("error: stdin:3: 1 text(s)") and "2 lines before it were predicted" \
+        in code and len(out) == 2  # the lines before the bad one keep their predictions
+
+
+def test_a_line_is_json_only_when_it_is_an_object_of_input_names(pair_export, monkeypatch,
+                                                                   capsys):
+    lines = '{"text_a": "a", "text_b": "b"}\n{not json}\tyes\n{"other": 1}\tno\n'
+    code, out, err = _cli(monkeypatch, capsys, [pair_export], lines)
+    assert code is None and len(out) == 3 and "3 lines in, 3 predictions out" in err
+    model = serving.load(pair_export)
+    expected = model.predict([("a", "b"), ("{not json}", "yes"), ('{"other": 1}', "no")])
+    _assert_same_rows([json.loads(line) for line in out], expected)
+    code, _, _ = _cli(monkeypatch, capsys, [pair_export, "--format=json"], "a\tb\n")
+    assert code == "error: stdin:1: not a JSON object (0 lines before it were predicted)"
+    code, out, _ = _cli(monkeypatch, capsys, [pair_export, "--format=text"],
+                        '{"text_a": "a"}\tb\n')
+    assert code is None and len(out) == 1
+
+
+MINIMAL = """
+import importlib.util, json, sys
+assert importlib.util.find_spec("tf_keras") is None and importlib.util.find_spec(
+    "tensorflow_hub") is None, "the environment is not minimal"
+from zoo.serving import load
+print(json.dumps(load(sys.argv[1]).predict([("a fine film", "yes")])))
+"""
+
+
+def _closure(names):
+    """The installed distributions `names` need, with theirs (markers of extras left out)."""
+    from importlib import metadata  # pylint: disable=import-outside-toplevel
+    from packaging.requirements import Requirement  # pylint: disable=import-outside-toplevel
+    found, todo = {}, list(names)
+    while todo:
+        name = re.sub(r"[-_.]+", "-", todo.pop()).lower()
+        if name in found:
+            continue
+        try:
+            found[name] = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        for line in found[name].requires or []:
+            requirement = Requirement(line)
+            if not requirement.marker or requirement.marker.evaluate({"extra": ""}):
+                todo.append(requirement.name)
+    return found.values()
+
+
+def test_serving_needs_only_tensorflow_and_tensorflow_text(pair_export, tmp_path):
+    """In a fresh virtualenv that sees only tensorflow, tensorflow_text and what they require
+    (no tf_keras, no tensorflow_hub), zoo.serving loads an export and predicts."""
+    packages = tmp_path / "packages"
+    packages.mkdir()
+    for dist in _closure(["tensorflow", "tensorflow-text"]):
+        for top in {str(f).split("/")[0] for f in dist.files or []} - {"..", ""}:
+            if not (packages / top).exists() and os.path.exists(dist.locate_file(top)):
+                (packages / top).symlink_to(dist.locate_file(top))
+    (packages / "zoo").symlink_to(os.path.join(ROOT, "zoo"))
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = subprocess.run([str(venv / "bin" / "python"), "-c", "import site; "
+                           "print(site.getsitepackages()[0])"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    with open(os.path.join(site, "only_tf.pth"), "w", encoding="utf-8") as f:
+        f.write(str(packages) + "\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("TF_USE_LEGACY_KERAS", "PYTHONPATH")}
+    result = subprocess.run([str(venv / "bin" / "python"), "-c", MINIMAL, pair_export],
+                            capture_output=True, text=True, timeout=300, env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = json.loads(result.stdout.strip().splitlines()[-1])
+    _assert_same_rows(rows, serving.load(pair_export).predict([("a fine film", "yes")]))
 
 
 @pytest.mark.parametrize("running", [True, False])

@@ -1,7 +1,8 @@
 """zoo: fine-tune TF Hub BERT encoders on classification and extractive QA, export for TF Serving.
 
 Importing zoo selects Keras 2 (tf_keras) for `tf.keras`, which `hub.KerasLayer` needs on
-TensorFlow >= 2.16 (tensorflow/hub#903). The variable only takes effect if TensorFlow has not been
+TensorFlow >= 2.16 (tensorflow/hub#903), when tf_keras is installed (an environment with only
+tensorflow and tensorflow_text, enough for `zoo.serving`, keeps TensorFlow's own Keras). The variable only takes effect if TensorFlow has not been
 imported yet; zoo itself always uses `tf_keras` directly, so it works either way. A process
 that only serves (`zoo.serving`) keeps it too: TensorFlow imports one Keras's optimizers when it
 starts, and Keras 2's are quicker to import than Keras 3's.
@@ -9,11 +10,13 @@ starts, and Keras 2's are quicker to import than Keras 3's.
 It also adds the XLA flags that `zoo.compute.fusion` needs to TF_XLA_FLAGS (XLA reads them once,
 when TensorFlow starts); they change nothing until a training run turns fusion on.
 """
+import importlib.util
 import os
 
 from zoo.compute import fusion as _fusion
 
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
+if importlib.util.find_spec("tf_keras") is not None:
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 _fusion.set_xla_flags()
 
 __version__ = "0.1.0"

@@ -13,9 +13,10 @@ decoded and padding removed. Inputs are sorted by length and sent in batches (`b
 texts of similar length share a batch and the export trims each batch to its longest text.
 
 From the shell, one JSON line out per line in (a text, two texts separated by a tab for pair
-models, or a JSON object with the signature's input names):
+models, or a JSON object with the signature's input names; `--format=text` or `--format=json`
+reads every line one way):
 
-    python -m zoo.serving runs/mrpc/export/1 < texts.txt > predictions.jsonl
+    zoo serve-predict runs/mrpc/export/1 < texts.txt > predictions.jsonl
 
 This module needs only tensorflow and tensorflow_text, as TF Serving needs nothing else: none
 of zoo's training modules, no tensorflow_hub. What a process spends before its first answer is
@@ -29,7 +30,9 @@ mostly importing TensorFlow and loading the export, and both are kept short:
 """
 import contextlib
 import gc
+import glob
 import json
+import os
 import sys
 
 
@@ -50,6 +53,7 @@ with paused_collector():
     import numpy as np
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (registers the tokenizer ops the export runs)
+    from google.protobuf import message
 
 DEFAULT_BATCH_SIZE = 32
 ENTITY_KEYS = ("entity_text", "entity_type", "entity_start", "entity_end", "entity_score")
@@ -65,6 +69,44 @@ def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
+def _text(name, value):
+    """`value` as a str that TensorFlow can encode; a ValueError naming `name` otherwise."""
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{name} is not valid UTF-8 (byte {e.start})") from None
+    if not isinstance(value, str):
+        raise ValueError(f"{name} is not a string: {value!r}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"{name} is not valid Unicode (a lone surrogate at character "
+                         f"{e.start})") from None
+    return value
+
+
+def _load(export_dir):
+    """The SavedModel in `export_dir`; a FileNotFoundError or ValueError that says what is
+    there instead (nothing, a model dir, something unreadable)."""
+    export_dir = os.fspath(export_dir)
+    if not os.path.isdir(export_dir):
+        raise FileNotFoundError(f"{export_dir}: no such directory (give the export, the "
+                                "directory that --export_dir wrote)")
+    if not os.path.exists(os.path.join(export_dir, "saved_model.pb")):
+        inside = sorted(os.path.dirname(p) for p in glob.glob(
+            os.path.join(export_dir, "**", "saved_model.pb"), recursive=True))
+        hint = (f"; the export is {inside[0]}" if inside else
+                "; train with --export_dir, or run --mode=export")
+        raise FileNotFoundError(f"{export_dir}: not an export (no saved_model.pb){hint}")
+    try:
+        with paused_collector():
+            return tf.saved_model.load(export_dir)
+    except (OSError, ValueError, tf.errors.OpError, message.DecodeError) as e:
+        reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ValueError(f"{export_dir}: not a readable SavedModel ({reason})") from None
+
+
 class Model:
     """An exported zoo model (`load`); `predict(inputs)` gives one dict per input.
 
@@ -75,10 +117,11 @@ class Model:
     """
 
     def __init__(self, export_dir, batch_size=DEFAULT_BATCH_SIZE, signature="serving_default"):
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a whole number, at least 1, not {batch_size!r}")
         self.export_dir = export_dir
         self.batch_size = batch_size
-        with paused_collector():
-            self._loaded = tf.saved_model.load(export_dir)
+        self._loaded = _load(export_dir)
         if signature not in self._loaded.signatures:
             raise ValueError(f"{export_dir} has no signature {signature!r} (it has "
                              f"{', '.join(sorted(self._loaded.signatures))})")
@@ -92,25 +135,25 @@ class Model:
         self.label_names = None if names is None else [_plain(n) for n in names.numpy()]
 
     def values(self, item):
-        """The input strings of one input (a text, a tuple of texts or a dict by input name),
-        in `input_names` order; a ValueError says what is wrong with it."""
+        """The input strings of one input (a text, a tuple of texts or a dict by input name;
+        bytes are read as UTF-8), in `input_names` order; a ValueError says what is wrong with
+        it."""
         if isinstance(item, dict):
             missing = [n for n in self.input_names if n not in item]
             if missing:
                 raise ValueError(f"no {', '.join(missing)} (the model takes "
                                  f"{', '.join(self.input_names)})")
             values = [item[n] for n in self.input_names]
-        elif isinstance(item, str):
+        elif isinstance(item, (str, bytes)):
             values = [item]
-        else:
+        elif isinstance(item, (list, tuple)):
             values = list(item)
+        else:
+            raise ValueError(f"expected a text, a tuple of texts or a dict, not {item!r}")
         if len(values) != len(self.input_names):
             raise ValueError(f"{len(values)} text(s), but the model takes "
                              f"{', '.join(self.input_names)}")
-        for name, value in zip(self.input_names, values):
-            if not isinstance(value, str):
-                raise ValueError(f"{name} is not a string: {value!r}")
-        return values
+        return [_text(name, value) for name, value in zip(self.input_names, values)]
 
     def _columns(self, inputs):
         """{input name: list of strings} of `inputs`."""
@@ -153,7 +196,11 @@ class Model:
         return rows
 
     def predict(self, inputs):
-        """One dict per input, in input order (see the module docstring)."""
+        """One dict per input, in input order (see the module docstring). `inputs` is a list
+        (or any iterable) of inputs, never a single text: `predict(["great film"])`."""
+        if isinstance(inputs, (str, bytes, dict)):
+            raise TypeError(f"predict takes a list of inputs, not one {type(inputs).__name__}: "
+                            "for a single text, predict([text])")
         inputs = list(inputs)
         columns = self._columns(inputs)
         lengths = [sum(len(columns[n][i]) for n in self.input_names) for i in range(len(inputs))]
@@ -164,6 +211,8 @@ class Model:
             batch = {n: tf.constant([columns[n][i] for i in chosen]) for n in self.input_names}
             for i, row in zip(chosen, self._rows(self._serve(**batch), len(chosen))):
                 results[i] = row
+        if any(row is None for row in results):  # every input has its row, or this is a bug
+            raise RuntimeError(f"{results.count(None)} of {len(inputs)} inputs got no prediction")
         return results
 
 
@@ -172,44 +221,95 @@ def load(export_dir, batch_size=DEFAULT_BATCH_SIZE, signature="serving_default")
     return Model(export_dir, batch_size, signature)
 
 
-def _line_input(line, model):
-    line = line.rstrip("\n")
-    if line.startswith("{"):
-        return json.loads(line)
+FORMATS = ("auto", "text", "json")
+
+
+def _line_input(line, model, line_format="auto"):
+    """The input of one stdin line: a text (two tab-separated texts for a pair model) or, as
+    JSON, an object with the signature's input names. `auto` reads a line as JSON only if it
+    parses as an object that has one of the input names; any other line is text (a text may
+    begin with "{")."""
+    line = line.rstrip("\r\n")
+    if line_format != "text" and line.startswith("{"):
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as e:
+            if line_format == "json":
+                raise ValueError(f"not valid JSON ({e.msg})") from None
+            item = None
+        if line_format == "json" or (isinstance(item, dict)
+                                     and set(item) & set(model.input_names)):
+            return item
+    elif line_format == "json":
+        raise ValueError("not a JSON object")
     if len(model.input_names) > 1:
         return tuple(line.split("\t"))
     return line
 
 
+USAGE = ("usage: zoo serve-predict EXPORT_DIR [--batch_size=N] [--format=auto|text|json] "
+         "< inputs > predictions.jsonl")
+
+
+def _options(argv):
+    """(export dir, batch size, line format) from the command line; a SystemExit naming what
+    is wrong."""
+    options = dict(batch_size=str(DEFAULT_BATCH_SIZE), format="auto")
+    rest = []
+    for arg in argv:
+        name, _, value = arg.partition("=")
+        if name.lstrip("-") in options and arg.startswith("--"):
+            options[name.lstrip("-")] = value
+        elif arg.startswith("--"):
+            raise SystemExit(f"error: unknown flag {name}\n{USAGE}")
+        else:
+            rest.append(arg)
+    if len(rest) != 1:
+        raise SystemExit(USAGE)
+    if not options["batch_size"].isdigit() or int(options["batch_size"]) < 1:
+        raise SystemExit(f"error: --batch_size must be a whole number, at least 1, not "
+                         f"{options['batch_size']!r}")
+    if options["format"] not in FORMATS:
+        raise SystemExit(f"error: --format must be one of {', '.join(FORMATS)}, not "
+                         f"{options['format']!r}")
+    return rest[0], int(options["batch_size"]), options["format"]
+
+
 def main(argv=None):
-    """`python -m zoo.serving EXPORT_DIR [--batch_size=N] < inputs > JSON lines`."""
-    argv = sys.argv[1:] if argv is None else argv
-    batch_size = DEFAULT_BATCH_SIZE
-    for arg in [a for a in argv if a.startswith("--batch_size=")]:
-        batch_size = int(arg.split("=", 1)[1])
-        argv.remove(arg)
-    if len(argv) != 1:
-        raise SystemExit("usage: python -m zoo.serving EXPORT_DIR [--batch_size=N] < inputs")
-    model = load(argv[0], batch_size)
-    pending = []
+    """`zoo serve-predict EXPORT_DIR [--batch_size=N] [--format=F] < inputs > JSON lines`:
+    one JSON line out per line in, in order; a bad line stops the run with `error: stdin:LINE:
+    what is wrong` (lines before it have their predictions). Ends with a count on stderr."""
+    export_dir, batch_size, line_format = _options(sys.argv[1:] if argv is None else argv)
+    try:
+        model = load(export_dir, batch_size)
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"error: {e}") from None
+    pending, counts = [], dict(lines=0, predictions=0)
 
     def flush():
         for row in model.predict(pending):
             print(json.dumps(row, ensure_ascii=False))
+            counts["predictions"] += 1
         pending.clear()
 
     for number, line in enumerate(sys.stdin, start=1):
+        counts["lines"] = number
         try:
-            item = _line_input(line, model)
+            item = _line_input(line, model, line_format)
             model.values(item)
-        except json.JSONDecodeError as e:
-            raise SystemExit(f"error: stdin:{number}: not valid JSON ({e.msg})") from None
         except ValueError as e:
-            raise SystemExit(f"error: stdin:{number}: {e}") from None
+            flush()
+            raise SystemExit(f"error: stdin:{number}: {e} ({counts['predictions']} lines "
+                             "before it were predicted)") from None
         pending.append(item)
         if len(pending) == batch_size * 64:
             flush()
     flush()
+    if counts["predictions"] != counts["lines"]:  # every line has its prediction
+        raise SystemExit(f"error: {counts['lines']} lines in, {counts['predictions']} "
+                         "predictions out")
+    print(f"{counts['lines']} lines in, {counts['predictions']} predictions out",
+          file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from zoo.data.text_files import DataError, read_examples, read_glue
+from zoo.data.text_files import BadRow, Columns, DataError, iter_file, read_examples, read_glue
 
 
 def _write(path, text, mode="w"):
@@ -58,7 +58,6 @@ def test_unlabelled_rows_for_prediction(tmp_path):
     ("d.csv", "text,label\na,1\nb,1,extra\n", r"d.csv:3: 3 columns, the header has 2"),
     ("d.csv", "words,label\na,1\n", r"d.csv:2: no text column 'text'"),
     ("d.csv", "text,label\na,1\n  ,0\n", r"d.csv:3: empty text in column 'text'"),
-    ("d.csv", "text,label\nNaN,1\n", r"d.csv:2: empty text"),
     ("d.csv", "text,label\na,\n", r"d.csv:2: empty label"),
     ("d.csv", 'text,label\n"unclosed,1\n', r"d.csv:\d+: .*unbalanced quotes"),
     ("d.jsonl", '{"text": "a", "label": 1}\n{"text": \n', r"d.jsonl:2: not valid JSON"),
@@ -100,3 +99,26 @@ def test_a_headerless_tsv_with_csv_quoting_takes_column_positions(tmp_path):
             and items[2].reason == "2 columns, the first row has 3")
     literal = list(iter_file(str(path), Columns(text="0", label="1", id="2", header=False)))
     assert literal[1].text_a.startswith('"Three words. ""Dude.')  # TSV default: quotes are text
+
+
+@pytest.mark.parametrize("broken", ['"row 4 never closed,0', '"row 4,0'])
+def test_an_unbalanced_quote_swallows_no_valid_row(tmp_path, broken):
+    lines = ["text,label"] + [f"row {i},{i % 2}" for i in range(20)]
+    lines[5] = broken  # line 6 of the file: its quote runs on to the end, or to line 10's
+    if broken == '"row 4,0':
+        lines[10] = 'row 9 "quoted",1'
+    path = _write(tmp_path / "d.csv", "\n".join(lines) + "\n")
+    items = list(iter_file(path, Columns("text", None, "label")))
+    assert len(items) == 20  # an item per data line: the bad one and 19 rows
+    bad = [i for i in items if isinstance(i, BadRow)]
+    assert [b.source for b in bad] == [f"{path}:6"] and "unbalanced quote" in bad[0].reason
+    assert [i.text_a for i in items if not isinstance(i, BadRow)] == [
+        lines[i + 1].rsplit(",", 1)[0] for i in range(20) if i != 4]
+
+
+def test_a_quoted_field_over_128_kib_and_the_text_nan_are_read(tmp_path):
+    long_text = "word " * 40_000  # 200 KB, past the csv module's default field limit
+    path = _write(tmp_path / "d.csv", f'text,label\n"{long_text}",1\nnan,0\n'
+                  '"two\nlines",1\n')
+    examples = read_examples(path, "text", label_column="label")
+    assert [e.text_a for e in examples] == [long_text, "nan", "two\nlines"]

@@ -21,6 +21,7 @@ class WordCount(runner.Task):
 
     NAME = "word_count"
     OUTPUT_FILES = "a .txt file"
+    METRICS = ("accuracy",)
 
     def prepare_training(self, evaluate_each_epoch):
         self.texts = self.read_split("train")
@@ -113,9 +114,12 @@ def test_a_task_definition_is_all_a_new_task_needs(tiny_hub, tmp_path):
 
 
 def test_eval_without_training_and_a_model_dir_of_another_task(tiny_hub, tmp_path):
-    with pytest.raises(FileNotFoundError, match="no checkpoint; train first"):
+    with pytest.raises(UsageError, match="model does not exist: --mode=eval needs the model dir "
+                                         "of a trained model"):
         _run("eval", tmp_path)
     os.makedirs(tmp_path / "model", exist_ok=True)
+    with pytest.raises(FileNotFoundError, match="no checkpoint; train first"):
+        _run("eval", tmp_path)
     with open(tmp_path / "model" / "run.json", "w") as f:
         json.dump(dict(task="squad", encoder_handle="tiny", preprocessor_handle=None,
                        outputs="start_end_logits"), f)
@@ -137,6 +141,7 @@ class Scripted(WordCount):
     """WordCount whose evaluations report accuracies from a script."""
 
     SCRIPT = [0.5, 0.8, 0.6, 0.7, 0.4, 0.9]
+    METRICS = ("accuracy", "f1")  # f1 is declared but never reported: the check at the end
     calls = []
 
     def evaluate(self, core):
@@ -201,6 +206,11 @@ def test_keep_best_settings_that_cannot_work(tiny_hub, tmp_path):
     with pytest.raises(UsageError, match=r"--keep_best=f1: the evaluation has no number 'f1' "
                                          r"\(it has accuracy, epoch, step, texts\)"):
         _scripted("train_and_eval", tmp_path, keep_best="f1", num_train_epochs=1)
+    with pytest.raises(UsageError, match="--keep_best=acuracy is not a metric of this task; it "
+                                         "reports accuracy, f1"):  # before any training
+        _scripted("train_and_eval", tmp_path, keep_best="acuracy",
+                  model_dir=str(tmp_path / "misspelled"))
+    assert not os.path.exists(tmp_path / "misspelled")
 
 
 def test_auto_pooling_is_the_trained_one_else_the_encoders(monkeypatch, tmp_path):

@@ -4,7 +4,7 @@ import dataclasses
 import pytest
 
 from zoo.base.errors import UsageError
-from zoo.base.fields import check_choices, flag_fields
+from zoo.base.fields import check_fields, flag_fields
 from zoo.compute import precision
 from zoo.kinds import classification, squad
 from zoo.run.settings import RunSettings, start_run
@@ -33,7 +33,7 @@ def test_a_task_changes_a_default_once_and_keeps_the_help():
 
 def test_values_outside_the_choices_are_refused():
     with pytest.raises(UsageError, match="padding must be one of"):
-        check_choices(classification.Settings(model_dir="m", padding="tight"))
+        check_fields(classification.Settings(model_dir="m", padding="tight"))
     with pytest.raises(UsageError, match="--mode must be one of"):
         start_run("serve", RunSettings(model_dir="m"), "fixed")
 

@@ -162,3 +162,25 @@ def test_bad_specs_and_bad_rows_name_what_is_wrong(trained, tmp_path):
     result = _multitask(tmp_path / "m3", bad, "--mode=train")
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert f"error: {broken}:6: " in result.stderr
+    with pytest.raises(UsageError, match=r"tasks.json: task 'tweets': --dropout must be at least "
+                                         r"0 and less than 1, not 1.5"):
+        multitask.MultiTask.check_settings(multitask.Settings(
+            model_dir="m", tasks=dict(tweets=dict(specs["tweets"], dropout=1.5)),
+            tasks_file="tasks.json"))
+
+
+def test_predict_writes_each_tasks_predictions_into_a_folder(trained):
+    specs = json.load(open(trained["tasks_file"]))  # tweets gives no predict data: left out
+    specs["squad"]["predict_file"] = specs["squad"]["eval_file"]  # sst2: its folder's test.tsv
+    predict_tasks = trained["root"] / "predict_tasks.json"
+    predict_tasks.write_text(json.dumps(specs))
+    out = trained["root"] / "predictions"
+    result = _multitask(trained["model_dir"], predict_tasks, "--mode=predict",
+                        "--keep_best=sst2/accuracy", f"--output_file={out}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = open(out / "sst2" / "predictions.csv").read().splitlines()
+    assert rows[0].endswith("label,score") and len(rows) == 10
+    answers = json.load(open(out / "squad" / "predictions.json"))
+    assert len(answers) == 6 and (out / "squad" / "nbest_predictions.json").exists()
+    assert not (out / "tweets").exists()
+    assert "predict: 9 input rows = 9 predicted + 0 rejected" in result.stdout

@@ -268,3 +268,21 @@ def test_export_and_predict_agree_on_real_questions_of_several_windows(tmp_path,
     assert [[s, e] for s, e in zip(out["start"], out["end"])] == [
         [nbest[i][0]["start"], nbest[i][0]["end"]] for i, _, _ in rows]
     assert all(nbest[i][0]["text"] == predictions[i] for i, _, _ in rows)
+
+
+def test_repeated_question_ids_are_refused_not_overwritten(trained, tmp_path):
+    from zoo.data.text_files import DataError  # pylint: disable=import-outside-toplevel
+    from zoo.kinds import table  # pylint: disable=import-outside-toplevel
+    data = json.load(open(trained["dev"]))
+    paragraphs = data["data"][0]["paragraphs"]
+    paragraphs[4]["qas"][0]["id"] = paragraphs[1]["qas"][0]["id"]  # q1 twice
+    repeated = tmp_path / "repeated.json"
+    repeated.write_text(json.dumps(data))
+    out = tmp_path / "predictions.json"
+    for mode in ("predict", "eval"):
+        with pytest.raises(DataError, match=r"question id 'q1' repeats the id of .*ids must be "
+                                            r"unique"):
+            table.run("squad", mode, model_dir=trained["model_dir"], encoder_handle="tiny",
+                      predict_file=str(repeated), eval_file=str(repeated), output_file=str(out),
+                      max_seq_length=64, max_query_length=24, doc_stride=24, eval_batch_size=16)
+        assert not out.exists() and not (tmp_path / "nbest_predictions.json").exists()

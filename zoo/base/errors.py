@@ -4,7 +4,8 @@ A task run that ends with one of these prints one line, `error: MESSAGE`, and no
 message says what to change. Anything else (a bug) keeps its traceback. The user's errors are
 `UsageError` (flags), `zoo.data.text_files.DataError` (input data, with file and line),
 `zoo.model.hub.HandleError` (model handles), `OutputError` (a full disk, a folder without write
-permission) and `FileNotFoundError`.
+permission), `DivergedError` (training reached a loss that is not a number), `ModelDirBusy` (another
+run writes into the model dir) and `FileNotFoundError`.
 """
 
 
@@ -15,3 +16,12 @@ class UsageError(ValueError):
 class OutputError(RuntimeError):
     """An output could not be written (a full disk, no permission); the message says what was
     left as it was."""
+
+
+class DivergedError(RuntimeError):
+    """Training reached a loss (or weights) that is not a finite number; nothing after the last
+    finite checkpoint was saved."""
+
+
+class ModelDirBusy(RuntimeError):
+    """Another live run holds the model dir's lock (`zoo.run.lock`)."""

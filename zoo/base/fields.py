@@ -1,22 +1,59 @@
 """Settings declared once: a dataclass field with its default, help text and choices.
 
 Every setting of a run (`zoo.run.settings`) and every data key of a task kind (`zoo.data.specs`)
-is declared with `setting(default, help, choices)`. The CLIs turn the fields into absl flags, so
-`--help` lists exactly what a task uses and a default is never written twice; a multi-task
-`tasks.json` entry is checked against the same fields.
+is declared with `setting(default, help, choices, low=..., high=...)`. The CLIs turn the fields
+into absl flags, so `--help` lists exactly what a task uses and a default is never written twice;
+a multi-task `tasks.json` entry and a call from Python are checked against the same fields
+(`check_fields`): a value out of its range, a non-finite number or a value that is not one of
+the field's choices stops the run before any work, naming the setting and what it may be.
 """
 import dataclasses
+import math
 
 from zoo.base.errors import UsageError
 
 
-def setting(default, help, choices=None, flag=True):  # pylint: disable=redefined-builtin
-    """A settings field: its default, help text and (for an enum) its choices.
+@dataclasses.dataclass(frozen=True)
+class Range:
+    """The numbers a setting may take: `low` <= value (< value if `low_open`), value <= `high`
+    (< if `high_open`); None: no bound. Floats must also be finite."""
+
+    low: float = None
+    high: float = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def problem(self, value):
+        """What is wrong with `value` (a phrase), or None."""
+        if isinstance(value, float) and not math.isfinite(value):
+            return "a finite number"
+        low_ok = self.low is None or (value > self.low if self.low_open else value >= self.low)
+        high_ok = self.high is None or (value < self.high if self.high_open else
+                                        value <= self.high)
+        if low_ok and high_ok:
+            return None
+        if self.high is None:
+            return f"{'more than' if self.low_open else 'at least'} {self.low:g}"
+        if self.low is None:
+            return f"{'less than' if self.high_open else 'at most'} {self.high:g}"
+        return (f"{'more than' if self.low_open else 'at least'} {self.low:g} and "
+                f"{'less than' if self.high_open else 'at most'} {self.high:g}")
+
+
+def setting(default, help, choices=None, flag=True, low=None, high=None,  # pylint: disable=redefined-builtin
+            low_open=False, high_open=False, check=None):
+    """A settings field: its default, help text, (for an enum) its choices and (for a number)
+    its range: `low` and `high` are included unless `low_open` / `high_open`. A float field is
+    always checked to be finite. `check(value)` may return what is wrong with a value (a
+    phrase: "one character"), or None.
 
     `flag=False` keeps a field out of the command line (set by code: a task's own data flags).
     """
+    bounds = (Range(low, high, low_open, high_open)
+              if low is not None or high is not None else None)
     return dataclasses.field(default=default, metadata=dict(
-        help=help, choices=tuple(choices) if choices else None, flag=flag))
+        help=help, choices=tuple(choices) if choices else None, flag=flag, range=bounds,
+        check=check))
 
 
 def override(base, name, default, help=None, flag=None):  # pylint: disable=redefined-builtin
@@ -34,13 +71,39 @@ def flag_fields(settings_class):
     return [f for f in dataclasses.fields(settings_class) if f.metadata.get("flag", False)]
 
 
-def check_choices(settings):
-    """A `UsageError` for a field whose value is not one of its choices (code, not flags)."""
-    for field in dataclasses.fields(settings):
-        choices = field.metadata.get("choices")
-        value = getattr(settings, field.name)
-        if choices and value not in choices:
-            raise UsageError(f"{field.name} must be one of {choices}, not {value!r}")
+def field_problem(field, value):
+    """What is wrong with `value` for `field` (a sentence naming the flag), or None."""
+    meta = field.metadata
+    name = f"--{field.name}"
+    if meta.get("choices") and value not in meta["choices"]:
+        return f"{name} must be one of {', '.join(map(str, meta['choices']))}, not {value!r}"
+    if value is None or isinstance(value, bool):
+        return None
+    if field.type in (int, float, "int", "float"):
+        if not isinstance(value, (int, float)):
+            return f"{name} must be a number, not {value!r}"
+        bounds = meta.get("range") or Range()
+        problem = bounds.problem(value)
+        if problem:
+            return f"{name} must be {problem}, not {value!r}"
+    if meta.get("check"):
+        problem = meta["check"](value)
+        if problem:
+            return f"{name} must be {problem}, not {value!r}"
+    return None
+
+
+def check_fields(instance, where=""):
+    """A `UsageError` for the first field of a settings or data spec dataclass whose value is
+    not one of its choices, out of its range or not finite; `where` begins the message (a
+    tasks.json entry)."""
+    for field in dataclasses.fields(instance):
+        problem = field_problem(field, getattr(instance, field.name))
+        if problem:
+            raise UsageError(f"{where}{problem}")
+
+
+
 
 
 def as_declared(fields_class, values):

@@ -27,7 +27,9 @@ def atomic_directory(path):
     """Yields a staging folder beside `path` that replaces `path` only if the block succeeds.
 
     A build or export that fails half-way never leaves a half-written folder at `path`, nor
-    destroys the good one that was there before.
+    destroys the good one that was there before. The folder gets the permissions a new folder
+    gets (the umask's), as `os.makedirs` would give it: a server running as another user can
+    read an export (the staging folder itself is private until it is renamed).
     """
     path = os.path.abspath(path)
     parent = os.path.dirname(path)
@@ -35,11 +37,18 @@ def atomic_directory(path):
     staging = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}-", dir=parent)
     try:
         yield staging
+        os.chmod(staging, 0o777 & ~_umask())
         if os.path.exists(path):
             shutil.rmtree(path)
         os.replace(staging, path)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 class PartialFile:

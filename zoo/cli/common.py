@@ -72,8 +72,9 @@ def settings_from_flags(settings_class, **values):
 def save_flags():
     """Writes the task's flags to MODEL_DIR/flags.txt (reusable with --flagfile).
 
-    Training modes write flags.txt; eval, predict and export write flags_<mode>.txt, so the
-    flags that trained the model are never overwritten.
+    Training modes write flags.txt; eval and check_data write flags_<mode>.txt, so the flags
+    that trained the model are never overwritten. Predict and export write nothing into the
+    model dir (it may be read-only).
 
     Only flags that zoo's tasks define are written: flags that libraries define as they are
     imported would make the file unreadable to a run that has not imported them yet.
@@ -82,31 +83,29 @@ def save_flags():
     for module, module_flags in FLAGS.flags_by_module_dict().items():
         if module.startswith("zoo.cli."):
             lines += [f.serialize() for f in module_flags if f.value is not None]
-    os.makedirs(FLAGS.model_dir, exist_ok=True)
     name = "flags.txt" if FLAGS.mode in ("train", "train_and_eval") else f"flags_{FLAGS.mode}.txt"
     with open(os.path.join(FLAGS.model_dir, name), "w", encoding="utf-8") as f:
         f.write("\n".join(line for line in lines if line) + "\n")
 
 
 def run_task(run):
-    """Saves the flags (chief only) and calls `run()`, which builds the run from the flags and
-    runs it.
+    """Calls `run()`, which builds the run from the flags and runs it (saving the flags once it
+    has started: `started`).
 
     The user's errors (`zoo.base.errors`: bad flags, data, handles, missing files) end with one
     clear line and no traceback; a failure inside TensorFlow with its traceback and then a line
     naming the stage of the run (`zoo.base.stages`); anything else is a bug and keeps its
     traceback."""
-    from zoo.base.errors import OutputError, UsageError  # pylint: disable=import-outside-toplevel
+    from zoo.base.errors import (  # pylint: disable=import-outside-toplevel
+        DivergedError, ModelDirBusy, OutputError, UsageError)
     from zoo.base.stages import StageError  # pylint: disable=import-outside-toplevel
     from zoo.data.text_files import DataError  # pylint: disable=import-outside-toplevel
     from zoo.model import hub  # pylint: disable=import-outside-toplevel
-    from zoo.training import distribute  # pylint: disable=import-outside-toplevel
 
-    if distribute.chief_from_env():  # under multi-worker training only the chief writes
-        save_flags()
     try:
         return run()
-    except (DataError, hub.HandleError, FileNotFoundError, UsageError, OutputError) as e:
+    except (DataError, hub.HandleError, FileNotFoundError, UsageError, OutputError,
+            DivergedError, ModelDirBusy) as e:
         raise SystemExit(f"error: {e}") from None
     except StageError as e:  # TensorFlow failed: its traceback, then what zoo was doing
         traceback.print_exc()
@@ -121,8 +120,18 @@ def run_kind(kind, check=None):
             check()
         data = kind.make_data(values_from_flags(kind.data))
         return kind.run(FLAGS.mode, kind.make_settings(values_from_flags(kind.settings), data),
-                        data)
+                        data, started)
     return run_task(run)
+
+
+def started():
+    """Once a run has started: the flags into the model dir, by the chief of a mode that writes
+    there (`save_flags`)."""
+    from zoo.run.paths import WRITING_MODES  # pylint: disable=import-outside-toplevel
+    from zoo.training import distribute  # pylint: disable=import-outside-toplevel
+
+    if FLAGS.mode in WRITING_MODES and distribute.chief_from_env():
+        save_flags()
 
 
 def main_of(kind):

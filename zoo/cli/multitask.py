@@ -78,6 +78,6 @@ def main(argv):
     def run():
         settings = common.settings_from_flags(multitask.Settings, tasks=_specs(),
                                               tasks_file=FLAGS.tasks_file or "")
-        return runner.run(FLAGS.mode, multitask.MultiTask, settings, None)
+        return runner.run(FLAGS.mode, multitask.MultiTask, settings, None, common.started)
 
     common.run_task(run)

@@ -13,7 +13,7 @@ import glob
 import os
 from typing import List, Optional
 
-from zoo.data.text_files import BadRow, DataError
+from zoo.data.text_files import BadRow, DataError, check_file
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +69,7 @@ def iter_conll(path, require_tags=True):
             return BadRow(f"{path}:{problem[0]}", problem[1], " ".join(tokens))
         return Sentence(tokens, to_iob2(tags) if tags else None, f"{path}:{first}")
 
+    check_file(path)
     with open(path, "rb") as f:
         for number, raw in enumerate(f, start=1):
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):

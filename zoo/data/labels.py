@@ -109,6 +109,17 @@ class OpenLabels:
         return _list_problem(raw, self.keys(raw), self.known_labels)
 
 
+def _one_number(labels):
+    """Groups of labels that are the same number written differently ("1", "1.0")."""
+    by_value = {}
+    for label in labels:
+        try:
+            by_value.setdefault(float(label), []).append(label)
+        except ValueError:
+            pass
+    return [group for group in by_value.values() if len(group) > 1]
+
+
 class LabelVocab:
     """One class per row: raw labels <-> ids <-> names.
 
@@ -147,6 +158,10 @@ class LabelVocab:
         rejected labels outside the map): the map's labels, else `found` sorted."""
         label_map = dict(label_map or {})
         raw = sorted(label_map, key=_sort_key) if label_map else sorted(found, key=_sort_key)
+        for labels in _one_number(raw):
+            raise DataError(f"the training data's labels {' and '.join(map(repr, labels))} are "
+                            "one number written in different ways, so they would be different "
+                            "classes; write each class one way (or name each with --label_map)")
         if len(raw) < 2:
             raise DataError(f"training data has {len(raw)} distinct label(s) {raw}; need at least 2")
         return cls(raw, label_map, **kwargs)

@@ -29,6 +29,10 @@ def expand_shards(pattern):
         if not matched:
             raise DataError(f"{part}: no such file" if not glob.has_magic(part)
                             else f"{part}: no file matches this pattern")
+        folders = [m for m in matched if os.path.isdir(m)]
+        if folders:
+            raise DataError(f"{folders[0]}: a directory, not a file (give its files, e.g. "
+                            f"{os.path.join(folders[0], '*.csv')})")
         shards += [m for m in matched if m not in shards]
     if not shards:
         raise DataError(f"{pattern!r}: no files given")

@@ -30,6 +30,14 @@ from zoo.data.text_files import QUOTINGS, Columns
 _FILES = "file, glob or comma-separated list"
 
 
+def _one_character(delimiter):
+    """What is wrong with a --delimiter (None if nothing): the csv module splits on one
+    character."""
+    if delimiter is None or delimiter in ("tab", "\\t") or len(delimiter) == 1:
+        return None
+    return "one character (or 'tab')"
+
+
 @dataclasses.dataclass
 class SplitFiles:
     """A file (or glob, or comma-separated list) per split."""
@@ -90,11 +98,12 @@ class SquadFiles(SplitFiles):
     predict_file: Optional[str] = override(SplitFiles, "predict_file", None,
                                            "Questions to answer (SQuAD JSON).")
     max_train_questions: int = setting(
-        0, "Train on the first N questions only (0: all), e.g. to fit a time budget.")
+        0, "Train on the first N questions only (0: all), e.g. to fit a time budget.", low=0)
     unanswerable_fraction: float = setting(
         0.0, "SQuAD 2.0 from SQuAD 1.1 training data: copy this fraction of the training "
         "questions as unanswerable, each paired with another paragraph of its article that "
-        "holds none of its answers (needs --version_2_with_negative).")
+        "holds none of its answers (needs --version_2_with_negative).", low=0, high=1,
+        high_open=True)
 
     def check(self, settings):
         if self.unanswerable_fraction and not settings.version_2_with_negative:
@@ -180,7 +189,8 @@ class TextColumns(FolderFiles):
     label_column: str = setting("label", "Column of the label.")
     id_column: Optional[str] = setting(None, "Column of an id to copy into the predictions.")
     delimiter: Optional[str] = setting(
-        None, "Field delimiter (default: ',' for .csv, tab for .tsv; 'tab' or '\\t' for tab).")
+        None, "Field delimiter (default: ',' for .csv, tab for .tsv; 'tab' or '\\t' for tab).",
+        check=_one_character)
     header: bool = setting(True, "Delimited files start with a header line naming the columns; "
                            "with --noheader the column flags are positions (0 is the first "
                            "column).")

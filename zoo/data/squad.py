@@ -18,7 +18,7 @@ from typing import List, Tuple
 import numpy as np
 
 from zoo.data.fingerprint import data_fingerprint
-from zoo.data.text_files import DataError
+from zoo.data.text_files import DataError, check_file
 
 CHUNK_BYTES = 1 << 20
 _SPACE = re.compile(r"[ \t\n\r]*")
@@ -193,11 +193,8 @@ class SquadFile:
 
     def _in_file_order(self):
         articles, count = [], 0
-        try:
-            f = open(self.path, "rb")  # pylint: disable=consider-using-with
-        except FileNotFoundError:
-            raise DataError(f"{self.path}: no such file") from None
-        with f:
+        check_file(self.path)
+        with open(self.path, "rb") as f:
             reader = _Reader(f, self.path)
             if reader.peek() != "{":
                 raise DataError(f"{self.path}: expected SQuAD JSON with a top-level 'data' list")

@@ -62,10 +62,20 @@ def file_format(path, delimiter=None):
     raise DataError(f"{path}: unknown file type; use .csv, .tsv, .jsonl or pass --delimiter")
 
 
-def _lines(path, problems):
-    """Yields (line number, text) of a UTF-8 file; an undecodable line goes to `problems`."""
+def check_file(path):
+    """A `DataError` unless `path` is a readable file (not missing, not a directory)."""
     if not os.path.exists(path):
         raise DataError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise DataError(f"{path}: a directory, not a file (give its files, e.g. "
+                        f"{os.path.join(path, '*.csv')})")
+    if not os.access(path, os.R_OK):
+        raise DataError(f"{path}: not readable (permission denied)")
+
+
+def _lines(path, problems):
+    """Yields (line number, text) of a UTF-8 file; an undecodable line goes to `problems`."""
+    check_file(path)
     with open(path, "rb") as f:
         for number, raw in enumerate(f, start=1):
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
@@ -80,41 +90,82 @@ def _lines(path, problems):
 QUOTINGS = ("auto", "none", "csv")
 
 
+FIELD_LIMIT = 2 ** 30  # characters in one field (the csv module's default is 128 KiB)
+
+
+class _LineFeed:
+    """The lines of a file for `csv.reader`, remembering those of the row being read; the lines
+    of a broken row after its first are put back and given again (an iterator, not a
+    generator, so it can give lines again after the end of the file)."""
+
+    def __init__(self, path, problems):
+        self.path = path
+        self.lines = _lines(path, problems)
+        self.numbers, self.raw, self.again = [], [], []
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        number, line = self.again.pop(0) if self.again else next(self.lines)
+        self.numbers.append(number)
+        self.raw.append(line)
+        return line
+
+    def new_row(self):
+        del self.numbers[:], self.raw[:]
+
+    def where(self):
+        return f"{self.path}:{self.numbers[-1]}"
+
+    def text(self):
+        return "".join(self.raw).rstrip("\r\n")
+
+    def broken(self):
+        """(source, raw text) of a broken row: over several lines, its first line alone, and
+        the lines after it put back to be read again."""
+        if len(self.raw) == 1:
+            return self.where(), self.text()
+        self.again[:0] = list(zip(self.numbers[1:], self.raw[1:]))
+        return f"{self.path}:{self.numbers[0]}", self.raw[0].rstrip("\r\n")
+
+
+def _header(reader, path, problems):
+    """The header line's columns; a `DataError` if it is missing or undecodable."""
+    try:
+        header = next(reader)
+    except StopIteration:
+        if problems:
+            raise DataError(f"{problems[0].source}: {problems[0].reason} (in the header)")
+        raise DataError(f"{path}: empty file (a header line is required)") from None
+    if problems:
+        raise DataError(f"{problems[0].source}: {problems[0].reason} (in the header)")
+    return header
+
+
 def _delimited_rows(path, delimiter, has_header=True, quoting="auto"):
     """Yields (line number, header, {column: value}) of a delimited file, or a `BadRow`.
 
-    Without a header line (`has_header` False), the columns are named by their positions ("0", "1", ...), as many
-    as the first row has. `quoting`: "csv" (quotes as in CSV), "none" (quotes are text), or
-    "auto": none for tabs (GLUE's TSV), csv for other delimiters.
+    Without a header line (`has_header` False), the columns are named by their positions ("0",
+    "1", ...), as many as the first row has. `quoting`: "csv" (quotes as in CSV), "none" (quotes
+    are text), or "auto": none for tabs (GLUE's TSV), csv for other delimiters.
+
+    A row that spans several lines (a quoted field with line breaks) and is broken (an
+    unbalanced quote, the wrong column count) is reported as its first line alone; the lines
+    after it are read again as rows of their own, so an unbalanced quote never swallows the
+    valid rows that follow it: every line is a row, part of a row, or reported.
     """
     if quoting == "auto":
         quoting = "none" if delimiter == "\t" else "csv"
-    quoting = csv.QUOTE_NONE if quoting == "none" else csv.QUOTE_MINIMAL
+    csv.field_size_limit(max(csv.field_size_limit(), FIELD_LIMIT))
     problems = []
-    line_numbers, raw_lines = [], []
-
-    def text_lines():
-        for number, line in _lines(path, problems):
-            line_numbers.append(number)
-            raw_lines.append(line)
-            yield line
-
-    reader = csv.reader(text_lines(), delimiter=delimiter, quoting=quoting, strict=True)
-    first = 1
+    feed = _LineFeed(path, problems)
+    reader = csv.reader(feed, delimiter=delimiter, strict=True,
+                        quoting=csv.QUOTE_NONE if quoting == "none" else csv.QUOTE_MINIMAL)
     reference = "header" if has_header else "first row"
-    header = None
-    if has_header:
-        try:
-            header = next(reader)
-        except StopIteration:
-            if problems:
-                raise DataError(f"{problems[0].source}: {problems[0].reason} (in the header)")
-            raise DataError(f"{path}: empty file (a header line is required)") from None
-        if problems:
-            raise DataError(f"{problems[0].source}: {problems[0].reason} (in the header)")
-        first = 2
+    header = _header(reader, path, problems) if has_header else None
     while True:
-        del raw_lines[:]
+        feed.new_row()
         try:
             row = next(reader)
         except StopIteration:
@@ -123,25 +174,28 @@ def _delimited_rows(path, delimiter, has_header=True, quoting="auto"):
         except csv.Error as e:
             yield from problems
             del problems[:]
-            last = line_numbers[-1]
-            where = f"{path}:{first}" + (f"-{last}" if last > first else "")
-            yield BadRow(where, f"{e} (unbalanced quotes?)", "".join(raw_lines).rstrip("\r\n"))
-            first = last + 1
+            hint = " (unbalanced quotes?)" if any(
+                w in str(e) for w in ("quote", "expected", "end of data")) else ""
+            where, raw = feed.broken()
+            yield BadRow(where, f"{e}{hint}", raw)
             continue
         yield from problems  # undecodable lines the reader passed over, in line order
         del problems[:]
-        number = line_numbers[-1]
-        first = number + 1
         if not row:
             continue
         if header is None:  # no header line: columns are named by position
             header = [str(i) for i in range(len(row))]
-        if len(row) != len(header):
-            yield BadRow(f"{path}:{number}", f"{len(row)} columns, the {reference} has "
-                         f"{len(header)}",
-                         "".join(raw_lines).rstrip("\r\n"))
-            continue
-        yield number, header, dict(zip(header, row))
+        if len(row) == len(header):
+            yield feed.numbers[-1], header, dict(zip(header, row))
+        elif len(feed.raw) > 1:  # a quote opened on one line, closed lines later
+            lines = len(feed.raw) - 1
+            where, raw = feed.broken()
+            yield BadRow(where, f"a quoted field runs from this line over {lines} more line(s) "
+                         f"and the row has {len(row)} columns, the {reference} {len(header)} "
+                         "(an unbalanced quote?); the lines after it are read as rows again", raw)
+        else:
+            yield BadRow(feed.where(), f"{len(row)} columns, the {reference} has {len(header)}",
+                         feed.text())
 
 
 def _jsonl_rows(path):
@@ -165,7 +219,7 @@ def _jsonl_rows(path):
 
 
 def _is_empty(text):
-    return text is None or not text.strip() or text.strip().lower() == "nan"
+    return text is None or not text.strip()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,9 +241,10 @@ def example_from_row(row, columns, where, require_label=True):
               "label": columns.label if require_label else None}
 
     def value(column):
-        if not column or column not in row or row[column] is None:
+        found = row.get(column) if column else None
+        if found is None or (isinstance(found, float) and found != found):  # JSON null, NaN
             return None
-        return str(row[column])
+        return str(found)
 
     def bad(reason):  # the raw text is only built for a bad row: this runs for every row
         return BadRow(where, reason, json.dumps(row, ensure_ascii=False), value(columns.id))

@@ -235,10 +235,21 @@ def predict_to_file(core, packer, source, path, row_format, batch_size, bad_rows
     `error` field.
     """
     writer = PredictionWriter(path, row_format, source.has_id, with_errors=bad_rows == "skip")
+    rejected = 0
     with written(writer):
         for item, values in stream_predictions(core, packer, source, batch_size,
                                                strategy=strategy, transform=transform):
-            if values is None and bad_rows != "skip":
-                raise item.error()
+            if values is None:
+                if bad_rows != "skip":
+                    raise item.error()
+                rejected += 1
             writer.write(item, values)
+    print(account(writer.count, rejected, "row"))
     return writer.count
+
+
+def account(rows, rejected, unit):
+    """The line a prediction run ends with: every input `unit` is an output row, a prediction
+    or a rejected one (with its error)."""
+    return (f"predict: {rows} input {unit}s = {rows - rejected} predicted + {rejected} rejected "
+            f"(each rejected {unit} has an error in the output)")

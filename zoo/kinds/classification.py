@@ -42,7 +42,8 @@ class Settings(RunSettings):
     """Settings of tasks on labelled text: the common ones plus pairs, padding, labels, bad rows."""
 
     pair: bool = setting(False, "two texts per example (text_a, text_b)", flag=False)
-    dropout: float = setting(0.1, "Dropout rate of the head (on the pooled vector).")
+    dropout: float = setting(0.1, "Dropout rate of the head (on the pooled vector).",
+                             low=0, high=1, high_open=True)
     pooling: str = setting(
         "auto", "The vector per text the head reads: cls (the encoder's pooled_output, its "
         "pooler on [CLS]), mean (the mean of sequence_output over the real tokens; what "
@@ -72,7 +73,7 @@ class Settings(RunSettings):
     dedupe: bool = setting(False, "Drop training rows whose text repeats an earlier row's.")
     shuffle_buffer: int = setting(
         DEFAULT_SHUFFLE_BUFFER, "Rows in the training shuffle buffer (shards are read as "
-        "streams, interleaved, and shuffled through this buffer).")
+        "streams, interleaved, and shuffled through this buffer).", low=1)
     output_file: str = override(RunSettings, "output_file", None,
                                 "Predictions file (.csv or .jsonl) for --mode=predict.")
     learning_rate: float = override(
@@ -113,7 +114,9 @@ class Classification(LabelledRows):
     """A classifier head on `pooled_output`, over labelled text or text pairs."""
 
     NAME = "classification"  # in MODEL_DIR/run.json
+    METRICS = ("accuracy", "f1", "f1_macro", "f1_weighted", "mcc", "loss")
     OUTPUT_FILES = ".csv or .jsonl"
+    PREDICTIONS = "predictions.csv"
     DEDUPE = True
 
     @classmethod

@@ -9,7 +9,7 @@ and a multi-task `tasks.json` entry both go through `make_data`, `make_settings`
 import dataclasses
 from typing import Mapping, Tuple
 
-from zoo.base.fields import as_declared, flag_fields
+from zoo.base.fields import as_declared, check_fields, flag_fields
 from zoo.run import runner
 
 
@@ -64,13 +64,16 @@ class Kind:
             {k: v for k, v in values.items() if k not in data_keys}, data)
 
     def reader(self, data, settings):
-        """The run's `read_split`, after the data spec's own check of `settings`."""
+        """The run's `read_split`, after the data spec's checks (its fields' ranges, then its own
+        check of `settings`)."""
+        check_fields(data)
         data.check(settings)
         return data.reader(settings)
 
-    def run(self, mode, settings, data):
-        """Runs one mode of this kind (`zoo.run.runner.run`) on `data` (a data spec)."""
-        return runner.run(mode, self.task, settings, self.reader(data, settings))
+    def run(self, mode, settings, data, started=None):
+        """Runs one mode of this kind (`zoo.run.runner.run`, which calls `started()` once the
+        run has started) on `data` (a data spec)."""
+        return runner.run(mode, self.task, settings, self.reader(data, settings), started)
 
     def main_metric(self, results, prefix=""):
         """(metric, value) of the first main metric in `results` (keys `prefix + metric`), or

@@ -33,7 +33,7 @@ class Settings(classification.Settings):
         "label column.")
     threshold: float = setting(
         0.5, "Multi-label: a class is predicted when its probability is at least this (for "
-        "every class).")
+        "every class).", low=0, high=1, low_open=True, high_open=True)
 
 
 def binary_cross_entropy(targets, logits):
@@ -46,6 +46,7 @@ class MultiLabel(classification.Classification):
     """Any number of classes per example (a sigmoid per class)."""
 
     NAME = "multi_label"
+    METRICS = ("f1_micro", "f1_macro", "exact_match", "loss")
 
     def open_labels(self):
         label_map = parse_label_map(self.settings.label_map)

@@ -24,7 +24,7 @@ from functools import partial
 from typing import Optional
 
 from zoo.base.errors import UsageError
-from zoo.base.fields import setting
+from zoo.base.fields import check_fields, override, setting
 from zoo.base.files import load_json, save_json
 from zoo.data.sources import MissingSplit
 from zoo.kinds.table import KINDS
@@ -50,7 +50,10 @@ class Settings(RunSettings):
         "(to the tasks' training examples), uniform, or temperature (p ~ n^(1/T), "
         "--temperature).", choices=SAMPLINGS)
     temperature: float = setting(2.0, "T of --task_sampling=temperature (1: proportional; "
-                                 "larger: closer to uniform).")
+                                 "larger: closer to uniform).", low=0, low_open=True)
+    output_file: Optional[str] = override(
+        RunSettings, "output_file", None, "--mode=predict: a directory; each task whose spec "
+        "gives predict data (predict_file, or a GLUE data_dir) writes TASK/predictions.* in it.")
     pooling: Optional[dict] = setting(None, "{task name: its pooling} of the tasks that pool, "
                                       "as resolved at the start of the run", flag=False)
 
@@ -74,8 +77,6 @@ def check_specs(settings):
             {k: v for k, v in spec.items() if k != "kind"}, RUN_ONLY)
         if unknown:
             raise UsageError(f"{_place(settings, name)}: unknown keys {unknown}")
-    if settings.task_sampling == "temperature" and settings.temperature <= 0:
-        raise UsageError("--temperature must be more than 0")
 
 
 def task_parts(settings, name):
@@ -108,7 +109,8 @@ class MultiTask(runner.Task):
     """Several tasks on one encoder; see the module docstring."""
 
     NAME = "multitask"
-    MODES = ("train", "eval", "train_and_eval", "export")
+    MODES = ("train", "eval", "train_and_eval", "predict", "export")
+    OUTPUT_FILES = "a directory: each task that has predict data writes TASK/predictions.* in it"
 
     @staticmethod
     def check_settings(settings):
@@ -117,8 +119,18 @@ class MultiTask(runner.Task):
             raise UsageError("multi-task training takes --gradient_accumulation_steps=1")
         for name in settings.tasks:
             kind, data, task_settings = task_parts(settings, name)
+            check_fields(task_settings, f"{_place(settings, name)}: ")
+            check_fields(data, f"{_place(settings, name)}: ")
             kind.task.check_settings(task_settings)
             data.check(task_settings)
+
+    @classmethod
+    def metric_names(cls, settings):
+        names = []
+        for name in settings.tasks:
+            kind, _, task_settings = task_parts(settings, name)
+            names += [f"{name}/{metric}" for metric in kind.task.metric_names(task_settings)]
+        return tuple(names)
 
     @staticmethod
     def training_padding(settings):
@@ -142,6 +154,9 @@ class MultiTask(runner.Task):
             name: task.settings.pooling for name, task in self.tasks.items()
             if hasattr(task.settings, "pooling")})  # recorded in run.json
         self.probabilities = self.steps_per_epoch = None
+
+    def longest_sequence(self):
+        return max(task.longest_sequence() for task in self.tasks.values())
 
     def prepare_training(self, evaluate_each_epoch):
         data = {name: task.prepare_training(evaluate_each_epoch)
@@ -217,6 +232,39 @@ class MultiTask(runner.Task):
                 best[name] = dict(metric=metric, value=value, step=step)
         if self.run.chief:
             save_json(path, best)
+
+    def _predicting(self):
+        """{task name: its predict source} of the tasks whose specs give predict data."""
+        found = {}
+        for name, task in self.tasks.items():
+            try:
+                found[name] = task.read_split("predict")
+            except MissingSplit:
+                continue
+        if not found:
+            raise UsageError(f"{_place(self.settings)}: no task gives predict data (predict_file, "
+                             "or a GLUE data_dir with a test file)")
+        return found
+
+    def check_output(self, path):
+        if os.path.exists(path) and not os.path.isdir(path):
+            raise UsageError(f"--output_file={path} is a file; a multi-task run predicts into a "
+                             "directory (TASK/predictions.* for each task)")
+        for name in self._predicting():
+            task = self.tasks[name]
+            task.check_output(os.path.join(path, name, task.PREDICTIONS))
+
+    def predict(self, core, path):
+        """Each task that has predict data predicts into PATH/TASK/ (its `PREDICTIONS` file);
+        returns the rows written in all."""
+        count = 0
+        for name in self._predicting():
+            task, out = self.tasks[name], os.path.join(path, name, self.tasks[name].PREDICTIONS)
+            os.makedirs(os.path.dirname(out), exist_ok=True)
+            written = task.predict(core[name], out)
+            print(f"{name}: wrote {written} rows to {out}")
+            count += written
+        return count
 
     def signatures(self, core):
         return {name: task.serving(core[name]) for name, task in self.tasks.items()}

@@ -37,6 +37,7 @@ class Regression(classification.Classification):
     """One score per example (mean squared error)."""
 
     NAME = "regression"
+    METRICS = ("pearson", "spearman", "mse", "rmse", "mae", "loss")
 
     def open_labels(self):
         return ScoreLabels.from_range(self.settings.score_range)

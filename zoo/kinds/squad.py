@@ -26,6 +26,7 @@ from zoo.base.files import JsonObjectWriter, written
 from zoo.data import specs, squad_windows, windows
 from zoo.data.sources import Pending
 from zoo.data.squad import SquadList
+from zoo.data.text_files import DataError
 from zoo.evaluation import spans, squad_eval
 from zoo.export import savedmodel
 from zoo.kinds.kind import Kind
@@ -46,11 +47,12 @@ class Settings(RunSettings):
     num_train_epochs: float = override(RunSettings, "num_train_epochs", 2.0)
     doc_stride: int = setting(
         128, "Step, in tokens, between the starts of consecutive context windows (the step, "
-        "as in Google's BERT; not the overlap, as Hugging Face's `stride`).")
-    max_query_length: int = setting(64, "Question tokens kept (longer questions are cut).")
+        "as in Google's BERT; not the overlap, as Hugging Face's `stride`).", low=1)
+    max_query_length: int = setting(64, "Question tokens kept (longer questions are cut).",
+                                   low=1)
     n_best_size: int = setting(20, "Start and end candidates considered per window, and "
-                               "answers kept per question in nbest_predictions.json.")
-    max_answer_length: int = setting(30, "Longest answer, in tokens.")
+                               "answers kept per question in nbest_predictions.json.", low=1)
+    max_answer_length: int = setting(30, "Longest answer, in tokens.", low=1)
     version_2_with_negative: bool = setting(
         False, "SQuAD 2.0: questions may have no answer in their context (is_impossible); the "
         "model answers \"\" when the null score beats the best span by more than "
@@ -59,7 +61,7 @@ class Settings(RunSettings):
         0.0, "SQuAD 2.0: answer \"\" when null score - best span score is above this.")
     shuffle_buffer: int = setting(
         10_000, "Questions in the training shuffle buffer (articles are read in a random "
-        "order, their questions shuffled through this buffer).")
+        "order, their questions shuffled through this buffer).", low=1)
     output_file: str = override(
         RunSettings, "output_file", None, "predictions.json of --mode=predict (question id -> "
         "answer; nbest_predictions.json goes beside it). Default: MODEL_DIR/predictions.json.")
@@ -73,6 +75,19 @@ def span_loss(targets, outputs):
             + ce(targets["end_positions"], outputs["end_logits"])) / 2
 
 
+def unique_ids(questions):
+    """`questions`, with a `DataError` at the first id that repeats an earlier question's: answers
+    are keyed by id (predictions.json, the evaluation), so a repeat would lose one."""
+    seen = {}
+    for example in questions:
+        if example.id in seen:
+            raise DataError(f"{example.source or 'the data'}: question id {example.id!r} "
+                            f"repeats the id of {seen[example.id] or 'an earlier question'}; "
+                            "ids must be unique (answers are keyed by id)")
+        seen[example.id] = example.source
+        yield example
+
+
 def _as_source(data):
     return SquadList(data) if isinstance(data, (list, tuple)) else data
 
@@ -82,10 +97,18 @@ class Squad(runner.Task):
 
     NAME = "squad"  # in MODEL_DIR/run.json
     OUTPUT_FILES = "a .json file"
+    PREDICTIONS = "predictions.json"
 
     @staticmethod
     def check_settings(settings):
         squad_windows.check_room(settings.max_seq_length, settings.max_query_length)
+
+    @classmethod
+    def metric_names(cls, settings):
+        if settings.version_2_with_negative:  # the official v2.0 evaluation's numbers
+            return tuple(f"{part}{metric}" for part in ("", "HasAns_", "NoAns_", "best_")
+                         for metric in ("exact", "f1"))
+        return ("exact_match", "f1")
 
     def __init__(self, run, read_split):
         super().__init__(run, read_split)
@@ -135,7 +158,8 @@ class Squad(runner.Task):
         questions = Pending()
         ds = squad_windows.inference_windows(
             self.windower, lambda: ((index, example.question, example.context) for index, example
-                                    in questions.read(source.questions())), s.eval_batch_size)
+                                    in questions.read(unique_ids(source.questions()))),
+            s.eval_batch_size)
 
         def candidates(batch):
             inputs, meta = batch

@@ -19,7 +19,9 @@ from zoo.data import check, specs, tagging, windows
 from zoo.data.conll import Sentence
 from zoo.data.pipeline import trim_to_longest
 from zoo.data.sources import Pending, iterate
+from zoo.data.text_files import DataError
 from zoo.evaluation import metrics
+from zoo.evaluation.predict import account
 from zoo.export import savedmodel
 from zoo.kinds.kind import Kind
 from zoo.kinds.labelled import LabelledRows
@@ -34,8 +36,9 @@ class Settings(RunSettings):
 
     doc_stride: int = setting(
         64, "Step, in wordpieces, between the windows of a sentence longer than "
-        "--max_seq_length (each word is tagged where it has the most context).")
-    dropout: float = setting(0.1, "Dropout rate of the tagging head.")
+        "--max_seq_length (each word is tagged where it has the most context).", low=1)
+    dropout: float = setting(0.1, "Dropout rate of the tagging head.", low=0, high=1,
+                             high_open=True)
     bad_rows: str = setting(
         "error", "A bad sentence (a token line without a tag, a tag that is not O/B-/I-, a tag "
         "the training data does not have, invalid UTF-8): 'error' stops with file, line and "
@@ -43,7 +46,7 @@ class Settings(RunSettings):
         "MODEL_DIR/rejected_rows_<split>.jsonl, and in predict writes it with an error line.",
         choices=check.BAD_ROW_POLICIES)
     shuffle_buffer: int = setting(
-        20_000, "Sentences in the training shuffle buffer.")
+        20_000, "Sentences in the training shuffle buffer.", low=1)
     output_file: str = override(
         RunSettings, "output_file", None, "Predictions of --mode=predict: each token and its "
         "tag on a line (tab-separated), a blank line between sentences.")
@@ -66,6 +69,7 @@ class Tagging(LabelledRows):
     """A tag per word, from the first wordpiece of the word."""
 
     NAME = "tagging"  # in MODEL_DIR/run.json
+    METRICS = ("f1", "precision", "recall", "token_accuracy")
     OUTPUT_FILES = "a text file"
 
     @staticmethod
@@ -88,7 +92,11 @@ class Tagging(LabelledRows):
         return tagging.OpenTags()
 
     def vocabulary(self, counts):
-        return tagging.TagVocab(counts)
+        vocabulary = tagging.TagVocab(counts)
+        if not vocabulary.types:
+            raise DataError(f"{self.read_split('train')!r}: every tag of the training data is "
+                            "O; a tagger needs entity tags (B-X, I-X) to learn")
+        return vocabulary
 
     def load_labels(self):
         return tagging.TagVocab.load(self.settings.model_dir)
@@ -174,12 +182,13 @@ class Tagging(LabelledRows):
         """One line per token, `token<TAB>tag`, a blank line after each sentence; a bad
         sentence (with --bad_rows=skip) gets a `# error: FILE:LINE: reason` line and its
         tokens without tags."""
-        writer = PartialFile(path)
+        writer, rejected = PartialFile(path), 0
         with written(writer):
             for item, tags in self.predictions(core, self.read_split("predict"), "predict"):
                 if tags is None:  # a bad sentence
                     if self.settings.bad_rows != "skip":
                         raise item.error()
+                    rejected += 1
                     writer.file.write(f"# error: {item.source}: {item.reason}\n")
                     writer.file.writelines(f"{token}\t\n" for token in item.raw.split())
                 else:
@@ -187,6 +196,7 @@ class Tagging(LabelledRows):
                                            for token, t in zip(item.tokens, tags))
                 writer.file.write("\n")
                 writer.count += 1
+        print(account(writer.count, rejected, "sentence"))
         return writer.count
 
     def serving(self, core):

@@ -230,6 +230,15 @@ def encoder_layer(handle, trainable=True, on_tpu=False, name="encoder"):
     return layer
 
 
+def position_limit(encoder):
+    """How many positions `encoder` (an `encoder_layer`) has embeddings for (the first
+    dimension of its position embedding table), or None if it has no such table."""
+    for weight in encoder.weights:
+        if "position" in weight.name.lower() and len(weight.shape) == 2:
+            return int(weight.shape[0])
+    return None
+
+
 def pooled_view(encoder):
     """`encoder` (an `encoder_layer`) asking for `pooled_output` alone, if its SavedModel's
     `__call__` takes `pooled_only` (as zoo-build-hub encoders do; see

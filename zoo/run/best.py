@@ -32,10 +32,12 @@ def load(model_dir):
     return load_json(os.path.join(model_dir, BEST_FILE))
 
 
-def check_settings(settings, mode):
-    """The keep-best settings a mode can use (a UsageError otherwise)."""
-    if settings.early_stopping_patience < 0:
-        raise UsageError("--early_stopping_patience must be 0 (never stop early) or more")
+def check_settings(settings, mode, metrics):
+    """The keep-best settings a mode can use (a UsageError otherwise); `metrics`: what the
+    task's evaluation reports."""
+    if settings.keep_best and metric_key(settings.keep_best) not in metrics:
+        raise UsageError(f"--keep_best={settings.keep_best} is not a metric of this task; it "
+                         f"reports {', '.join(metrics)} (eval_loss is loss)")
     if settings.early_stopping_patience and not settings.keep_best:
         raise UsageError("--early_stopping_patience needs --keep_best=METRIC (what does not "
                          "improve)")

@@ -12,6 +12,7 @@ A task is a subclass of `Task` that supplies only what is its own (see `Task`), 
 its settings and data by a `zoo.kinds.kind.Kind`; a new kind never copies this plumbing
 (BUILD.md, "Add a task").
 """
+import contextlib
 import dataclasses
 import json
 import os
@@ -22,13 +23,15 @@ import tf_keras as keras
 
 from zoo.base import stages
 from zoo.base.errors import UsageError
+from zoo.base.fields import check_fields
 from zoo.base.files import save_json
 from zoo.compute import Compute, precision
 from zoo.evaluation import plots
 from zoo.export import frozen_core, savedmodel
 from zoo.model import hub
 from zoo.model.cores import TextPacker, head_variables
-from zoo.run import best
+from zoo.run import best, lock
+from zoo.run.paths import WRITING_MODES, check_output_file
 from zoo.run.settings import MODES, RunSettings, start_run
 from zoo.training import checkpoints, distribute, loop
 from zoo.training import optimizer as zoo_optimizer
@@ -98,13 +101,17 @@ class TrainingData:
 
 class Task:
     """A task: what the runner cannot know. Subclasses set `NAME` (run.json's `task`), `MODES`,
-    `OUTPUT_FILES` (what `--output_file` may be) and implement the methods below; `run` is the
+    `OUTPUT_FILES` (what `--output_file` may be), `PREDICTIONS` (its predictions' file name in a
+    multi-task run), `METRICS` (the numbers of its evaluation) and implement the methods
+    below; `run` is the
     `Run`, `read_split(split)` gives the data of 'train', 'eval' or 'predict' (or raises
     `zoo.data.sources.MissingSplit`)."""
 
     NAME = ""
     MODES = tuple(m for m in MODES if m != "check_data")
     OUTPUT_FILES = ""
+    PREDICTIONS = "predictions.txt"
+    METRICS = ("loss",)  # what `metric_names` returns unless a task overrides it
 
     def __init__(self, run: Run, read_split):
         self.run = run
@@ -115,6 +122,12 @@ class Task:
     def check_settings(settings):
         """Raises a `UsageError` for settings that cannot work, before any work is done."""
         del settings
+
+    @classmethod
+    def metric_names(cls, settings):
+        """The numbers its evaluation reports that `--keep_best` may rank by."""
+        del settings
+        return cls.METRICS
 
     @classmethod
     def resolve_settings(cls, settings, record_dir=None, name=None):
@@ -129,6 +142,10 @@ class Task:
         """"fixed" if every training batch has one shape (then XLA fusion may apply)."""
         del settings
         return "fixed"
+
+    def longest_sequence(self):
+        """The most tokens the encoder will be given at once."""
+        return self.settings.max_seq_length
 
     def prepare_training(self, evaluate_each_epoch) -> TrainingData:
         """Reads (and checks) the training data, and the eval data if it is evaluated."""
@@ -174,6 +191,11 @@ class Task:
         """Where `predict` writes without `--output_file` (None: the flag is required)."""
         return None
 
+    def check_output(self, path):
+        """A `UsageError` for a predictions file `path` that cannot be written (before any
+        work)."""
+        check_output_file(path, self.read_split("predict"))
+
     def predict(self, core, path):
         """Predicts the predict split into `path`; returns how many predictions it wrote."""
         raise NotImplementedError
@@ -196,25 +218,32 @@ def start(mode, task_class, settings: RunSettings, read_split=None):
     """The task of a run, started: mode and settings checked, model dir, strategy, precisions
     and fusion resolved, the preprocessor loaded. `run` uses it; so can a benchmark or a
     notebook that wants a trained model (`restored(start("predict", ...))`)."""
+    check_fields(settings)
     task_class.check_settings(settings)
-    best.check_settings(settings, mode)
+    best.check_settings(settings, mode, task_class.metric_names(settings))
     strategy, compute = start_run(mode, settings, task_class.training_padding(settings),
                                   task_class.MODES)
     settings = task_class.resolve_settings(settings)
     return task_class(Run(mode, settings, strategy, compute), read_split)
 
 
-def run(mode, task_class, settings: RunSettings, read_split):
+def run(mode, task_class, settings: RunSettings, read_split, started=None):
     """Runs one mode of a task; returns what it produced (training timing, eval results,
-    prediction count, export dir, data check reports)."""
+    prediction count, export dir, data check reports). A mode that writes into the model dir
+    holds its lock (`zoo.run.lock`); `started()`, if given, is called once the run has started
+    (settings checked, model dir ready and locked): the CLIs save their flags then."""
     task = start(mode, task_class, settings, read_split)
-    with stages.stage(f"--mode={mode}"):
-        if mode == "check_data":
-            return task.check_data()
-        if mode in TRAINING_MODES:
-            return _train(task, mode == "train_and_eval")
-        with precision.scope(task.run.compute.eval_precision):
-            return _use_trained(task, mode)
+    writes = mode in WRITING_MODES and task.run.chief
+    with lock.held(settings.model_dir, mode) if writes else contextlib.nullcontext():
+        if started is not None:
+            started()
+        with stages.stage(f"--mode={mode}"):
+            if mode == "check_data":
+                return task.check_data()
+            if mode in TRAINING_MODES:
+                return _train(task, mode == "train_and_eval")
+            with precision.scope(task.run.compute.eval_precision):
+                return _use_trained(task, mode)
 
 
 def _use_trained(task, mode):
@@ -224,6 +253,7 @@ def _use_trained(task, mode):
         path = s.output_file or task.default_output_file()
         if not path:
             raise UsageError(f"--mode=predict needs --output_file ({task.OUTPUT_FILES})")
+        task.check_output(path)
     if mode == "export" and not s.export_dir:
         raise UsageError("--mode=export needs --export_dir")
     core, step = restored(task)
@@ -234,7 +264,7 @@ def _use_trained(task, mode):
     if mode == "predict":
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         count = task.predict(core, path)
-        print(f"wrote {count} predictions to {path}")
+        print(f"wrote {count} rows to {path}")
         return count
     return export(task, core)
 
@@ -254,6 +284,10 @@ def build_core(task):
     keras.utils.set_random_seed(task.settings.seed)
     with run_.strategy.scope():
         encoder = hub.encoder_layer(run_.handles[0], trainable=True, on_tpu=run_.on_tpu)
+        limit, longest = hub.position_limit(encoder), task.longest_sequence()
+        if limit is not None and longest > limit:
+            raise UsageError(f"--max_seq_length={longest} is more than the {limit} positions "
+                             f"of the encoder {run_.handles[0]}")
         return task.build_core(encoder)
 
 

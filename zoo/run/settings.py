@@ -7,14 +7,14 @@ flags, so `--help` lists exactly what the task uses and a default is never writt
 subclasses `RunSettings`, adds its own fields and may change a default with `override`.
 """
 import dataclasses
-import os
 from typing import Optional
 
 from zoo.base.errors import UsageError
-from zoo.base.fields import check_choices, setting
+from zoo.base.fields import check_fields, setting
 from zoo.compute import Compute, fusion, precision
 from zoo.compute.precision import EXPORT_PRECISIONS  # the class body's `precision` is a field
 from zoo.model.hub import DEFAULT_MODEL
+from zoo.run.paths import prepare_model_dir
 from zoo.training import distribute
 
 MODES = ("train", "eval", "train_and_eval", "predict", "export", "check_data")
@@ -40,27 +40,33 @@ class RunSettings:
         DEFAULT_MODEL, "Encoder: a name from `zoo-models`, a TF Hub URL, or a local directory.")
     preprocessor_handle: Optional[str] = setting(
         None, "Preprocessor: name, URL or directory. Default: the one matching the encoder.")
-    max_seq_length: int = setting(128, "Tokens per packed input (longer text is trimmed).")
-    train_batch_size: int = setting(32, "Training batch size (global, over all replicas).")
+    max_seq_length: int = setting(128, "Tokens per packed input (longer text is trimmed).", low=3)
+    train_batch_size: int = setting(32, "Training batch size (global, over all replicas).", low=1)
     gradient_accumulation_steps: int = setting(
         1, "Sum the gradients of this many training batches into one update: the update of a "
-        "batch N times --train_batch_size, with the memory of one batch (a step is one update).")
-    eval_batch_size: int = setting(64, "Batch size of evaluation and prediction.")
-    learning_rate: float = setting(5e-5, "Peak learning rate of AdamW (after warmup).")
+        "batch N times --train_batch_size, with the memory of one batch (a step is one update).",
+        low=1)
+    eval_batch_size: int = setting(64, "Batch size of evaluation and prediction.", low=1)
+    learning_rate: float = setting(5e-5, "Peak learning rate of AdamW (after warmup).", low=0,
+                                   low_open=True)
     num_train_epochs: float = setting(
-        3.0, "Training epochs; a fraction trains that part of the last epoch.")
+        3.0, "Training epochs; a fraction trains that part of the last epoch.", low=0,
+        low_open=True)
     max_train_steps: int = setting(
-        0, "Stop training after exactly this many steps (0: no limit).")
-    warmup_proportion: float = setting(0.1, "Fraction of training steps of linear warmup.")
+        0, "Stop training after exactly this many steps (0: no limit).", low=0)
+    warmup_proportion: float = setting(0.1, "Fraction of training steps of linear warmup.",
+                                       low=0, high=1)
     decay: str = setting("linear", "Learning-rate decay after warmup: linear to 0, or "
                          "exponential to 1% of peak.", choices=("linear", "exponential"))
-    weight_decay: float = setting(0.01, "AdamW weight decay (never on LayerNorm or bias).")
+    weight_decay: float = setting(0.01, "AdamW weight decay (never on LayerNorm or bias).",
+                                  low=0)
     head_learning_rate_multiplier: float = setting(
         1.0, "The head's learning rate is this times --learning_rate (which the encoder "
-        "keeps): a freshly initialised head may learn faster than the pretrained encoder.")
+        "keeps): a freshly initialised head may learn faster than the pretrained encoder.",
+        low=0, low_open=True)
     frozen_encoder_steps: int = setting(
         0, "Warm start: for the first N training steps only the head learns (the encoder's "
-        "weights stay as loaded), then the whole model does.")
+        "weights stay as loaded), then the whole model does.", low=0)
     seed: int = setting(0, "Random seed (initialisation, shuffling, dropout).")
     keep_best: str = setting(
         "", "Keep the checkpoint of the best evaluation by this metric (a key of "
@@ -70,18 +76,18 @@ class RunSettings:
         "Needs --mode=train_and_eval.")
     early_stopping_patience: int = setting(
         0, "With --keep_best: stop training after this many evaluations in a row without a "
-        "better value (0: never stop early).")
+        "better value (0: never stop early).", low=0)
     checkpoint_every: int = setting(
-        0, "Also checkpoint every N training steps (0: only at the end of each epoch).")
+        0, "Also checkpoint every N training steps (0: only at the end of each epoch).", low=0)
     strategy: str = setting(
         "default", "Distribution strategy. multi_worker_mirrored reads the cluster from "
         "TF_CONFIG; auto uses a TPU if one resolves, else all GPUs, else the default strategy.",
         choices=distribute.STRATEGIES)
     tpu: Optional[str] = setting(None, "TPU name or grpc:// address; 'local' on a TPU VM.")
-    num_gpus: int = setting(0, "GPUs for --strategy=mirrored (0: all visible).")
+    num_gpus: int = setting(0, "GPUs for --strategy=mirrored (0: all visible).", low=0)
     devices: Optional[list] = setting(None, "explicit devices for mirrored (tests)", flag=False)
     steps_per_execution: int = setting(
-        1, "Training steps per tf.function call (raise on TPU to cut host round trips).")
+        1, "Training steps per tf.function call (raise on TPU to cut host round trips).", low=1)
     precision: str = setting(
         "auto", "Compute precision. bf16: matmuls and the ops around them in bfloat16 "
         "(weights, optimizer and loss stay fp32), through TensorFlow's oneDNN graph rewrite, "
@@ -129,11 +135,11 @@ def start_run(mode, settings: RunSettings, padding, modes=MODES):
         raise UsageError(f"--mode must be one of {modes}, not {mode!r}")
     if not settings.model_dir:
         raise UsageError("--model_dir is required")
-    check_choices(settings)
+    check_fields(settings)
     precision.check_export_cpu(settings.export_precision)
     fusion.resolve(settings.xla_fusion, padding, accelerators=0,  # a bad value fails first
                    steps_per_execution=settings.steps_per_execution)
-    os.makedirs(settings.model_dir, exist_ok=True)
+    prepare_model_dir(settings.model_dir, mode)
     strategy = distribute.strategy_for(settings)
     accelerators = 1 if distribute.is_tpu(strategy) else None
     training = mode in ("train", "train_and_eval")

@@ -16,7 +16,7 @@ import tensorflow as tf
 from absl import logging
 
 from zoo.base import progress, stages
-from zoo.base.errors import UsageError
+from zoo.base.errors import DivergedError, UsageError
 from zoo.base.files import load_json, save_json
 from zoo.compute import Compute, fusion, malloc, precision
 from zoo.training import checkpoints, distribute
@@ -250,7 +250,7 @@ class _Loop:
                 done += num_steps
                 losses.append((loss, num_steps))
                 self._after_steps(loss, num_steps, bar)
-        self.saver.save()
+        self._save()
         return self._epoch_record(epoch, losses)
 
     def _call(self, task, iterators, num_steps, first_step):
@@ -263,6 +263,9 @@ class _Loop:
                 loss = (train_step(iterators[task]) if self.config.steps_per_execution == 1
                         else train_steps(iterators[task], tf.constant(num_steps)))
             loss = float(loss)
+        if not math.isfinite(loss):
+            self._diverged(f"training step {first_step + num_steps - 1}" + (
+                f" ({task})" if task else ""), f"the loss is {loss}")
         seconds = time.perf_counter() - began
         timing = self.timing
         if not timing["steps"]:  # the first call also traces: kept out of the steady rate
@@ -286,7 +289,26 @@ class _Loop:
                 tf.summary.scalar("loss", loss)
                 tf.summary.scalar("learning_rate", self.optimizer.learning_rate)
         if c.checkpoint_every and crossed(c.checkpoint_every):
-            self.saver.save()
+            self._save()
+
+    def _save(self):
+        """A checkpoint, after checking every weight is a finite number (NaN weights are never
+        saved, so never exported)."""
+        weights = _unique(w for m in self.models.values() for w in m.trainable_weights)
+        if not bool(tf.reduce_all([tf.reduce_all(tf.math.is_finite(w)) for w in weights])):
+            self._diverged(f"step {int(self.optimizer.iterations.numpy())}",
+                           "the weights are no longer finite numbers")
+        self.saver.save()
+
+    def _diverged(self, where, what):
+        """Stops training: a `DivergedError` naming the step and the likely causes."""
+        saved = self.saver.saved_step
+        raise DivergedError(
+            f"{where}: {what}; training stopped, and nothing after "
+            + (f"the last checkpoint (step {saved})" if saved else "the start")
+            + " was saved. Likely causes: a learning rate too high for this model (lower "
+            "--learning_rate or raise --warmup_proportion), or labels or scores out of range"
+            + "".join(f". {hint}" for hint in self.hints))
 
     def _epoch_record(self, epoch, losses):
         record = dict(epoch=epoch + 1, step=int(self.optimizer.iterations.numpy()))
