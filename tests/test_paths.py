@@ -5,7 +5,7 @@ import pathlib
 import zoo
 
 LAYERS = ["base", "compute", "data", "hub_build", "model", "training", "evaluation", "export",
-          "run", "kinds", "cli"]
+          "run", "kinds", "batch", "cli"]
 
 
 def test_the_heads_and_cores_at_their_user_paths():

@@ -16,7 +16,7 @@ NOISE = ("cudart_stub", "cuInit", "cpu_feature_guard", "oneDNN custom operations
 def test_help_lists_every_subcommand(capsys):
     main.run(["--help"])
     out = capsys.readouterr().out
-    for command in list(main.MODES) + list(main.TOOLS) + ["serve-predict"]:
+    for command in list(main.MODES) + list(main.TOOLS) + ["serve-predict", "batch-predict"]:
         assert f"zoo {command}" in out, command
     for task in main.TASKS:
         assert task in out

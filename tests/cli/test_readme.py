@@ -37,7 +37,11 @@ def _commands():
 def test_readmes_zoo_commands_parse():
     by_task = collections.defaultdict(list)
     for command, *rest in _commands():
-        assert command in main.MODES or command == "serve-predict", command
+        assert command in main.MODES or command in ("serve-predict", "batch-predict"), command
+        if command == "batch-predict":
+            from zoo.cli import batch_predict  # pylint: disable=import-outside-toplevel
+            args, beam_args = batch_predict._parser().parse_known_args(rest)  # pylint: disable=protected-access
+            assert args.export_dir and args.input and args.output and not beam_args, rest
         if command in main.MODES:
             assert rest and rest[0] in main.TASKS, (command, rest)
             by_task[rest[0]].append(rest[1:])

@@ -10,6 +10,7 @@ usage: zoo COMMAND [TASK] [--flags]
   zoo build-hub         build TF Hub-format models offline from a checkpoint
   zoo models            list the model names zoo knows
   zoo serve-predict     predict with an export, JSON lines in and out (zoo.serving)
+  zoo batch-predict     predict files of rows with an export on Apache Beam (zoo.batch)
 
 TASK is mrpc, sst2, stsb, classify, squad, tagging or multitask. `zoo COMMAND TASK --help`
 lists the flags of a task. For example:
@@ -71,6 +72,10 @@ def run(argv=None):
         task_main(rest[0], ([f"--mode={mode}"] if mode else []) + rest[1:])
     elif command in TOOLS:
         run_absl(TOOLS[command], rest)
+    elif command == "batch-predict":
+        from zoo.cli import batch_predict  # pylint: disable=import-outside-toplevel
+        quiet.python_logging(False)
+        batch_predict.main(rest)
     elif command == "serve-predict":
         with quiet.startup():
             from zoo import serving  # pylint: disable=import-outside-toplevel

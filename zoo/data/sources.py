@@ -64,6 +64,13 @@ def _tfrecord_rows(path, columns, require_label):
         raise DataError(f"{path}: corrupt TFRecord file ({e.message})") from None
 
 
+def read_file(path, columns: Columns, require_label=True):
+    """An `Example` or a `BadRow` for every row of one CSV, TSV, JSONL or TFRecord file."""
+    if path.lower().endswith(TFRECORD_SUFFIXES):
+        return _tfrecord_rows(path, columns, require_label)
+    return iter_file(path, columns, require_label)
+
+
 class MissingSplit(UsageError):
     """No data was given for a split (no --eval_file, say)."""
 
@@ -96,10 +103,7 @@ class FileSource:
         self.has_id = columns.id is not None
 
     def read(self, shard_index):
-        path = self.shards[shard_index]
-        if path.lower().endswith(TFRECORD_SUFFIXES):
-            return _tfrecord_rows(path, self.columns, self.require_label)
-        return iter_file(path, self.columns, self.require_label)
+        return read_file(self.shards[shard_index], self.columns, self.require_label)
 
     def __repr__(self):
         return f"FileSource({self.pattern!r}, {len(self.shards)} shard(s))"

@@ -102,8 +102,7 @@ class SquadFiles(SplitFiles):
     unanswerable_fraction: float = setting(
         0.0, "SQuAD 2.0 from SQuAD 1.1 training data: copy this fraction of the training "
         "questions as unanswerable, each paired with another paragraph of its article that "
-        "holds none of its answers (needs --version_2_with_negative).", low=0, high=1,
-        high_open=True)
+        "holds none of its answers (needs --version_2_with_negative).", low=0, high=1)
 
     def check(self, settings):
         if self.unanswerable_fraction and not settings.version_2_with_negative:
