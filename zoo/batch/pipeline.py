@@ -28,7 +28,7 @@ from apache_beam.ml.inference.base import RunInference
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from zoo.base.files import save_json
-from zoo.batch.handler import ExportHandler, Row
+from zoo.batch.handler import Row
 from zoo.data.sources import expand_shards, read_file
 from zoo.data.text_files import BadRow, Columns
 
