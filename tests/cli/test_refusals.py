@@ -223,7 +223,8 @@ def test_a_diverging_run_stops_at_its_step_and_saves_nothing(tweets, tiny_hub, t
     message = refused(capsys, "train", "classify", "--mode=train", *COMMON,
                       f"--model_dir={model_dir}", f"--train_file={big}", "--learning_rate=1e30", "--warmup_proportion=0",
                       "--num_train_epochs=1", f"--export_dir={tmp_path / 'export'}")
-    assert message.startswith("error: training step ") and "the loss is nan" in message
+    assert message.startswith("error: training step ")
+    assert "the loss is nan" in message or "the loss is inf" in message  # fp32 may overflow
     assert "nothing after the start was saved" in message and "--learning_rate" in message
     assert not os.listdir(model_dir / "checkpoints") if (model_dir / "checkpoints").exists() \
         else True
