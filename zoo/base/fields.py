@@ -103,9 +103,6 @@ def check_fields(instance, where=""):
             raise UsageError(f"{where}{problem}")
 
 
-
-
-
 def as_declared(fields_class, values):
     """`values` with whole numbers given for float fields made floats (a tasks.json or Python
     `1` where a flag gives `1.0`), so that run records compare equal however they were given."""

@@ -16,7 +16,8 @@ import tensorflow as tf
 
 from zoo.base.errors import UsageError
 from zoo.base.files import PartialFile
-from zoo.data.text_files import BadRow, Columns, DataError, example_from_row, iter_file
+from zoo.data.text_files import (BadRow, Columns, DataError, check_file, example_from_row,
+                                 iter_file)
 
 TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".tfrec")
 
@@ -29,10 +30,8 @@ def expand_shards(pattern):
         if not matched:
             raise DataError(f"{part}: no such file" if not glob.has_magic(part)
                             else f"{part}: no file matches this pattern")
-        folders = [m for m in matched if os.path.isdir(m)]
-        if folders:
-            raise DataError(f"{folders[0]}: a directory, not a file (give its files, e.g. "
-                            f"{os.path.join(folders[0], '*.csv')})")
+        for path in matched:
+            check_file(path)  # a folder matched, say
         shards += [m for m in matched if m not in shards]
     if not shards:
         raise DataError(f"{pattern!r}: no files given")

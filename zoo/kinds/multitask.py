@@ -234,13 +234,14 @@ class MultiTask(runner.Task):
             save_json(path, best)
 
     def _predicting(self):
-        """{task name: its predict source} of the tasks whose specs give predict data."""
+        """The tasks whose specs give predict data, by name."""
         found = {}
         for name, task in self.tasks.items():
             try:
-                found[name] = task.read_split("predict")
+                task.read_split("predict")
             except MissingSplit:
                 continue
+            found[name] = task
         if not found:
             raise UsageError(f"{_place(self.settings)}: no task gives predict data (predict_file, "
                              "or a GLUE data_dir with a test file)")
@@ -250,16 +251,15 @@ class MultiTask(runner.Task):
         if os.path.exists(path) and not os.path.isdir(path):
             raise UsageError(f"--output_file={path} is a file; a multi-task run predicts into a "
                              "directory (TASK/predictions.* for each task)")
-        for name in self._predicting():
-            task = self.tasks[name]
+        for name, task in self._predicting().items():
             task.check_output(os.path.join(path, name, task.PREDICTIONS))
 
     def predict(self, core, path):
         """Each task that has predict data predicts into PATH/TASK/ (its `PREDICTIONS` file);
         returns the rows written in all."""
         count = 0
-        for name in self._predicting():
-            task, out = self.tasks[name], os.path.join(path, name, self.tasks[name].PREDICTIONS)
+        for name, task in self._predicting().items():
+            out = os.path.join(path, name, task.PREDICTIONS)
             os.makedirs(os.path.dirname(out), exist_ok=True)
             written = task.predict(core[name], out)
             print(f"{name}: wrote {written} rows to {out}")

@@ -102,10 +102,9 @@ class TrainingData:
 class Task:
     """A task: what the runner cannot know. Subclasses set `NAME` (run.json's `task`), `MODES`,
     `OUTPUT_FILES` (what `--output_file` may be), `PREDICTIONS` (its predictions' file name in a
-    multi-task run), `METRICS` (the numbers of its evaluation) and implement the methods
-    below; `run` is the
-    `Run`, `read_split(split)` gives the data of 'train', 'eval' or 'predict' (or raises
-    `zoo.data.sources.MissingSplit`)."""
+    multi-task run), `METRICS` (the numbers of its evaluation) and implement the methods below;
+    `run` is the `Run`, `read_split(split)` gives the data of 'train', 'eval' or 'predict' (or
+    raises `zoo.data.sources.MissingSplit`)."""
 
     NAME = ""
     MODES = tuple(m for m in MODES if m != "check_data")

@@ -10,7 +10,7 @@ import dataclasses
 from typing import Optional
 
 from zoo.base.errors import UsageError
-from zoo.base.fields import check_fields, setting
+from zoo.base.fields import setting
 from zoo.compute import Compute, fusion, precision
 from zoo.compute.precision import EXPORT_PRECISIONS  # the class body's `precision` is a field
 from zoo.model.hub import DEFAULT_MODEL
@@ -124,7 +124,8 @@ class RunSettings:
 
 
 def start_run(mode, settings: RunSettings, padding, modes=MODES):
-    """Checks the mode and settings, makes the model dir, resolves precision and fusion.
+    """Checks the mode and the model dir, makes it, resolves precision and fusion (the settings'
+    fields are checked by `zoo.run.runner.start`, before a task's own checks).
 
     Returns (strategy, `Compute`). The strategy comes first: multi-worker training needs it before
     any other TF work. Neither precision nor fusion is set here: `zoo.training.loop.fit` and the
@@ -135,7 +136,6 @@ def start_run(mode, settings: RunSettings, padding, modes=MODES):
         raise UsageError(f"--mode must be one of {modes}, not {mode!r}")
     if not settings.model_dir:
         raise UsageError("--model_dir is required")
-    check_fields(settings)
     precision.check_export_cpu(settings.export_precision)
     fusion.resolve(settings.xla_fusion, padding, accelerators=0,  # a bad value fails first
                    steps_per_execution=settings.steps_per_execution)
