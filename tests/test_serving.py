@@ -23,7 +23,8 @@ import gc, json, sys
 from zoo.serving import load
 model = load(sys.argv[1], batch_size=3)
 rows = model.predict(json.loads(sys.argv[2]))
-light = ("zoo.serving", "zoo.base", "zoo.base.errors", "zoo.compute", "zoo.compute.fusion")
+light = ("zoo.serving", "zoo.base", "zoo.base.errors", "zoo.compute", "zoo.compute.fusion",
+         "zoo.evaluation", "zoo.evaluation.explanations")
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("keras", "matplotlib", "tensorflow_hub")
                or (m.startswith("zoo.") and m not in light))
 print(json.dumps(dict(rows=rows, heavy=heavy, input_names=model.input_names,

@@ -5,6 +5,9 @@ r"""Python inference on an exported model, without zoo's training stack.
     model.predict([("The cat sat.", "A cat was sitting."), ...])   # text pairs
     model.predict(["great film", ...])                             # one text per input
     model.predict([{"question": "...", "context": "..."}, ...])    # SQuAD
+    model.predict(["great film"], top_k=3)        # the 3 most probable classes (class models)
+    model.predict(["great film"], threshold=0.3)  # another threshold (multi-label models)
+    model.explain(["great film"])                 # an attribution per word (see `explain`)
 
 `predict` returns one dict per input, in input order: what the export's `serving_default`
 returns for that input (`label`, `score`, `probabilities` by label name / `score` / `labels` /
@@ -55,7 +58,10 @@ with paused_collector():
     import tensorflow_text  # noqa: F401  (registers the tokenizer ops the export runs)
     from google.protobuf import message
 
+from zoo.evaluation import explanations
+
 DEFAULT_BATCH_SIZE = 32
+EXPLAIN_BATCH_SIZE = 4  # texts per explain call: each runs the model steps + 2 times
 ENTITY_KEYS = ("entity_text", "entity_type", "entity_start", "entity_end", "entity_score")
 WORD_KEYS = ("tags", "word_start", "word_end")
 
@@ -105,6 +111,14 @@ def _load(export_dir):
     except (OSError, ValueError, tf.errors.OpError, message.DecodeError) as e:
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ValueError(f"{export_dir}: not a readable SavedModel ({reason})") from None
+
+
+def _listed(inputs, method):
+    """`inputs` as a list; a TypeError for one text or dict, which would read as many."""
+    if isinstance(inputs, (str, bytes, dict)):
+        raise TypeError(f"{method} takes a list of inputs, not one {type(inputs).__name__}: "
+                        f"for a single text, {method}([text])")
+    return list(inputs)
 
 
 class Model:
@@ -192,28 +206,84 @@ class Model:
                 mask = row.pop("label_mask")
                 row["labels"] = [n for n, m in zip(self.label_names, mask) if m]
                 row["probabilities"] = dict(zip(self.label_names, row["probabilities"].tolist()))
+            if "top_k_labels" in row:  # the k most probable classes, without the padding
+                row["top_k"] = [dict(label=_plain(n), score=float(p)) for n, p in zip(
+                    row.pop("top_k_labels"), row.pop("top_k_probabilities")) if n]
             rows.append({k: _plain(v) for k, v in row.items()})
         return rows
 
-    def predict(self, inputs):
-        """One dict per input, in input order (see the module docstring). `inputs` is a list
-        (or any iterable) of inputs, never a single text: `predict(["great film"])`."""
-        if isinstance(inputs, (str, bytes, dict)):
-            raise TypeError(f"predict takes a list of inputs, not one {type(inputs).__name__}: "
-                            "for a single text, predict([text])")
-        inputs = list(inputs)
+    def _signature(self, name, what):
+        """The export's signature `name`; a ValueError saying which exports have it."""
+        if name not in self._loaded.signatures:
+            raise ValueError(f"{self.export_dir} has no {name} signature, which {what} needs "
+                             f"(it has {', '.join(sorted(self._loaded.signatures))})")
+        return self._loaded.signatures[name]
+
+    def _run(self, inputs, serve, convert, batch_size, extra=None):
+        """`convert(outputs, count)` of `serve` on every input, batched by length, in input
+        order; `extra`: {input name: one value per input} fed besides the texts."""
         columns = self._columns(inputs)
         lengths = [sum(len(columns[n][i]) for n in self.input_names) for i in range(len(inputs))]
         order = np.argsort(lengths, kind="stable")
         results = [None] * len(inputs)
-        for begin in range(0, len(order), self.batch_size):
-            chosen = order[begin:begin + self.batch_size]
+        for begin in range(0, len(order), batch_size):
+            chosen = order[begin:begin + batch_size]
             batch = {n: tf.constant([columns[n][i] for i in chosen]) for n in self.input_names}
-            for i, row in zip(chosen, self._rows(self._serve(**batch), len(chosen))):
+            batch.update({n: tf.constant([values[i] for i in chosen])
+                          for n, values in (extra or {}).items()})
+            for i, row in zip(chosen, convert(serve(**batch), len(chosen))):
                 results[i] = row
         if any(row is None for row in results):  # every input has its row, or this is a bug
-            raise RuntimeError(f"{results.count(None)} of {len(inputs)} inputs got no prediction")
+            raise RuntimeError(f"{results.count(None)} of {len(inputs)} inputs got no result")
         return results
+
+    def predict(self, inputs, top_k=None, threshold=None):
+        """One dict per input, in input order (see the module docstring). `inputs` is a list
+        (or any iterable) of inputs, never a single text: `predict(["great film"])`.
+
+        `top_k` (class models): each row also gets `top_k`, its k most probable classes as
+        [{label, score}], most probable first (the export's `top_k` signature). `threshold`
+        (multi-label models): the labels at or over this probability instead of the trained
+        threshold (the export's `threshold` signature)."""
+        inputs, serve, extra = _listed(inputs, "predict"), self._serve, {}
+        if top_k is not None:
+            if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+                raise ValueError(f"top_k must be a whole number, at least 1, not {top_k!r}")
+            serve = self._signature("top_k", "top_k")
+            extra["top_k"] = [np.int32(top_k)] * len(inputs)
+        if threshold is not None:
+            if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) \
+                    or not 0 < threshold <= 1:
+                raise ValueError(f"threshold must be a number in (0, 1], not {threshold!r}")
+            serve = self._signature("threshold", "threshold")
+            extra["threshold"] = [np.float32(threshold)] * len(inputs)
+        return self._run(inputs, serve, self._rows, self.batch_size, extra)
+
+    def explain(self, inputs, target=None):
+        """Why each input got its prediction: one dict per input, in input order, with an
+        attribution per word (`zoo.evaluation.explanations`: `words` with `text`, `start`,
+        `end`, `attribution`, `truncated`; `target`, `score`, `method`, ...), from the
+        export's `explain` signature (class, multi-label and regression models).
+
+        `target`: the class to explain, by name: None (each input's predicted class), one
+        name for every input, or a list of names (or None) per input."""
+        inputs, serve = _listed(inputs, "explain"), self._signature("explain", "explain")
+        extra = {}
+        if "target" in serve.structured_input_signature[1]:
+            targets = target if isinstance(target, (list, tuple)) else [target] * len(inputs)
+            if len(targets) != len(inputs):
+                raise ValueError(f"{len(targets)} targets for {len(inputs)} inputs")
+            for i, name in enumerate(targets):
+                if name is not None and name not in (self.label_names or []):
+                    raise ValueError(f"target {i}: {name!r} is not a class of this model (its "
+                                     f"classes: {', '.join(self.label_names or [])})")
+            extra["target"] = ["" if name is None else name for name in targets]
+        elif target is not None:
+            raise ValueError("this model predicts a score: it has no class to name as target")
+        pair = len(self.input_names) > 1
+        return self._run(inputs, serve, lambda outputs, count: explanations.rows(
+            {k: v.numpy() for k, v in outputs.items()}, count, pair),
+            min(self.batch_size, EXPLAIN_BATCH_SIZE), extra)
 
 
 def load(export_dir, batch_size=DEFAULT_BATCH_SIZE, signature="serving_default"):

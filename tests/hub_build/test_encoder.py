@@ -243,3 +243,24 @@ def test_the_saved_encoder_takes_pooled_only_through_hub_keras_layer(tiny_hub):
     grads = tape.gradient(loss, pooled.trainable_variables)
     assert len(grads) == len(full.trainable_variables)
     assert all(float(tf.reduce_max(tf.abs(tf.convert_to_tensor(g)))) > 0 for g in grads)
+
+
+def test_the_saved_encoder_opens_at_its_embedding_layer(tiny_hub):
+    """`embed` then `call_embedded` is `__call__` (what attributions interpolate between), and
+    gradients reach the embeddings."""
+    loaded = tf.saved_model.load(tiny_hub + "/encoder")
+    inputs = _inputs([[101, 2023, 2003, 1037, 102, 0], [101, 2204, 102, 0, 0, 0]],
+                     [[1, 1, 1, 1, 1, 0], [1, 1, 1, 0, 0, 0]])
+    whole = loaded(inputs, False, False)
+    embedded = loaded.embed({k: inputs[k] for k in ("input_word_ids", "input_type_ids")})
+    assert embedded.shape == (2, 6, 32)
+    with tf.GradientTape() as tape:
+        tape.watch(embedded)
+        parts = loaded.call_embedded(dict(input_embeddings=embedded,
+                                          input_mask=inputs["input_mask"]))
+        total = tf.reduce_sum(parts["pooled_output"])
+    for key in ("pooled_output", "sequence_output"):
+        np.testing.assert_allclose(parts[key].numpy(), whole[key].numpy(), atol=1e-6)
+    gradient = tape.gradient(total, embedded).numpy()
+    assert np.abs(gradient[0, :5]).sum(axis=-1).min() > 0  # every real token of the first text
+    assert not gradient[1, 3:].any()  # padding reaches nothing

@@ -106,3 +106,18 @@ def test_an_unknown_label_in_a_list_names_the_file_and_line(trained, tmp_path):
     result = _classify(trained["model_dir"], "--mode=eval", f"--eval_file={bad}")
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert f"error: {bad}:4: unknown label '9'" in result.stderr
+
+
+def test_the_export_takes_a_threshold_per_request_and_explains_a_class(trained):
+    from zoo import serving  # pylint: disable=import-outside-toplevel
+    model = serving.load(os.path.join(trained["model_dir"], "export", "1"))
+    texts = ["happy today really", "furious glad today", "scared"]
+    default, low, high = (model.predict(texts, **kw) for kw in (
+        {}, dict(threshold=0.01), dict(threshold=0.99)))
+    for d, lo, hi in zip(default, low, high):
+        assert lo["labels"] == [n for n in NAMES if lo["probabilities"][n] >= 0.01]
+        assert set(hi["labels"]) <= set(d["labels"]) <= set(lo["labels"])
+    assert len(low[0]["labels"]) > len(high[0]["labels"]) or low[0]["labels"] == NAMES
+    explained = model.explain(["today happy really furious"], target="anger")[0]
+    assert explained["objective"] == "log_odds" and explained["target"] == "anger"
+    assert max(explained["words"], key=lambda w: w["attribution"])["text"] == "furious"

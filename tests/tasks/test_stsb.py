@@ -98,3 +98,22 @@ def test_a_score_outside_its_range_names_the_file_and_line(tmp_path, tiny_hub):
                         f"--model_dir={tmp_path / 'model'}", "--encoder_handle=tiny")
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert f"error: {data / 'train.tsv'}:8: score 7.5 is outside the range [0, 5]" in result.stderr
+
+
+def test_explain_mode_credits_the_words_that_set_the_score(trained, tmp_path):
+    output = str(tmp_path / "explanations.jsonl")
+    result = run_module("tasks.stsb.train", "--mode=explain", f"--data_dir={trained['data']}",
+                        f"--model_dir={trained['model_dir']}", "--encoder_handle=tiny",
+                        "--max_seq_length=32", f"--output_file={output}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "explain: 12 input rows = 12 explained + 0 rejected" in result.stdout
+    lines = [json.loads(line) for line in open(output, encoding="utf-8")]
+    assert [line["id"] for line in lines] == [str(i) for i in range(12)]
+    assert os.path.exists(str(tmp_path / "explanations.html"))
+    strong = [line for line in lines if line["score"] - line["baseline_score"] > 1]
+    assert strong  # sentences with "great" in them
+    for line in strong:
+        assert line["objective"] == "score" and line["method"] == "integrated_gradients"
+        assert {w["segment"] for w in line["words"]} == {0, 1}  # both sentences' words
+        top = max(line["words"], key=lambda w: w["attribution"])
+        assert top["text"] == "great" and top["segment"] == 0

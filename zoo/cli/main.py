@@ -6,6 +6,8 @@ usage: zoo COMMAND [TASK] [--flags]
   zoo eval TASK         evaluate a trained model dir
   zoo predict TASK      write predictions for --predict_file
   zoo export TASK       write a TF Serving SavedModel of a trained model dir
+  zoo explain TASK      why each row of --predict_file got its label: attributions per word
+                        (mrpc, sst2, stsb, classify)
   zoo check-data TASK   check the data of every split given (not squad, multitask)
   zoo build-hub         build TF Hub-format models offline from a checkpoint
   zoo models            list the model names zoo knows
@@ -27,7 +29,7 @@ from zoo.cli import quiet
 
 TASKS = ("mrpc", "sst2", "stsb", "classify", "squad", "tagging", "multitask")
 MODES = {"train": None, "eval": "eval", "predict": "predict", "export": "export",
-         "check-data": "check_data"}  # command -> --mode (train: the task's default)
+         "check-data": "check_data", "explain": "explain"}  # command -> --mode (train: the task's default)
 TOOLS = {"build-hub": "zoo.cli.build_hub", "models": "zoo.cli.list_models"}
 
 

@@ -22,22 +22,31 @@ def trim_to_longest(packed):
     return {k: v[:, :longest] for k, v in packed.items()}
 
 
-def _rows(source, shard, labels, drop):
-    """The good rows of one shard as (text_a, text_b, target) tuples (`labels.encode`).
+def good_rows(source, shard, labels):
+    """The good rows (`Example`s) of one shard, in file order.
 
     Bad rows are passed over: the data check that runs before training and evaluation has
     already stopped the run on them (`--bad_rows=error`) or written them out (`skip`).
     """
-    skip = drop.get(shard, ())
     items = source.read(shard)
     if labels is not None:  # rows with labels outside the vocabulary are bad rows too
         items = with_valid_labels(items, labels)
-    ordinal = 0
-    for item in items:
-        if isinstance(item, BadRow):
-            continue
-        ordinal += 1
-        if ordinal - 1 in skip:
+    return (item for item in items if not isinstance(item, BadRow))
+
+
+def evaluated_rows(source, labels):
+    """The `Example`s of `source` in the order an unshuffled `classification_dataset` of it
+    (no `drop`) gives them: what each evaluation output belongs to."""
+    for shard in range(len(source.shards)):
+        yield from good_rows(source, shard, labels)
+
+
+def _rows(source, shard, labels, drop):
+    """The good rows of one shard as (text_a, text_b, target) tuples (`labels.encode`), less
+    the ordinals `drop` lists for it."""
+    skip = drop.get(shard, ())
+    for ordinal, item in enumerate(good_rows(source, shard, labels)):
+        if ordinal in skip:
             continue
         label = labels.encode(item.label) if labels is not None else -1
         yield item.text_a, item.text_b or "", label

@@ -48,6 +48,32 @@ def classification_metrics(y_true, probabilities, num_classes):
     return results
 
 
+def per_class(confusion, names):
+    """{class name: precision, recall, f1, support} from a confusion matrix (rows: gold,
+    columns: predicted); a class never predicted has precision 0, one never seen recall 0."""
+    confusion = np.asarray(confusion, np.float64)
+    found, predicted, support = np.diag(confusion), confusion.sum(0), confusion.sum(1)
+    result = {}
+    for i, name in enumerate(names):
+        precision = found[i] / predicted[i] if predicted[i] else 0.0
+        recall = found[i] / support[i] if support[i] else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        result[name] = dict(precision=float(precision), recall=float(recall), f1=float(f1),
+                            support=int(support[i]))
+    return result
+
+
+def confused_pairs(confusion, names, count=10):
+    """The `count` most frequent mistakes, as [{gold, predicted, count}], most frequent first
+    (ties in class order)."""
+    confusion = np.array(confusion, np.int64)
+    np.fill_diagonal(confusion, 0)
+    order = np.argsort(-confusion, axis=None, kind="stable")[:count]
+    pairs = [np.unravel_index(i, confusion.shape) for i in order]
+    return [dict(gold=names[g], predicted=names[p], count=int(confusion[g, p]))
+            for g, p in pairs if confusion[g, p]]
+
+
 def _ranks(values):
     """Ranks from 0, ties given the mean of their ranks (as Spearman's correlation needs)."""
     values = np.asarray(values, np.float64)

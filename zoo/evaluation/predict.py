@@ -133,17 +133,29 @@ def predict_probabilities(core, packer, examples, batch_size, sort_by_length=Tru
 
 class ClassLabels:
     """One class per row: `label` (its name) and `score` (its probability); JSONL adds every
-    class's probability."""
+    class's probability. With `top_k`, the `top_k` most probable classes too, most probable
+    first: `top_k` in JSONL (a list of {label, score}), columns `label_1`, `score_1`, ...
+    in CSV (at most one per class)."""
 
-    def __init__(self, label_names):
+    def __init__(self, label_names, top_k=0):
         self.label_names = list(label_names)
-        self.columns = ["label", "score"]
+        self.top_k = min(top_k, len(self.label_names))
+        self.columns = ["label", "score"] + [f"{c}_{i}" for i in range(1, self.top_k + 1)
+                                             for c in ("label", "score")]
 
     def row(self, probabilities, jsonl):
         best = int(np.argmax(probabilities))
         row = dict(label=self.label_names[best], score=float(probabilities[best]))
         if jsonl:
             row["probabilities"] = {n: float(p) for n, p in zip(self.label_names, probabilities)}
+        if self.top_k:
+            ranked = [(self.label_names[i], float(probabilities[i]))
+                      for i in np.argsort(-np.asarray(probabilities), kind="stable")[:self.top_k]]
+            if jsonl:
+                row["top_k"] = [dict(label=name, score=score) for name, score in ranked]
+            else:
+                for i, (name, score) in enumerate(ranked, 1):
+                    row.update({f"label_{i}": name, f"score_{i}": score})
         return row
 
 
@@ -248,8 +260,8 @@ def predict_to_file(core, packer, source, path, row_format, batch_size, bad_rows
     return writer.count
 
 
-def account(rows, rejected, unit):
-    """The line a prediction run ends with: every input `unit` is an output row, a prediction
-    or a rejected one (with its error)."""
-    return (f"predict: {rows} input {unit}s = {rows - rejected} predicted + {rejected} rejected "
+def account(rows, rejected, unit, mode="predict", done="predicted"):
+    """The line a prediction (or explanation) run ends with: every input `unit` is an output
+    row, a prediction or a rejected one (with its error)."""
+    return (f"{mode}: {rows} input {unit}s = {rows - rejected} {done} + {rejected} rejected "
             f"(each rejected {unit} has an error in the output)")

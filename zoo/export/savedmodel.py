@@ -8,6 +8,7 @@ need (label names, tag names), with its `serve` function; `save` writes one or m
 one SavedModel, each as one flat function (`zoo.export.flat_serving`; weights they share are stored
 once).
 """
+import inspect
 import os
 
 import numpy as np
@@ -46,36 +47,46 @@ def save(export_dir, signatures):
     return os.path.abspath(export_dir)
 
 
+def named_function(fn, names, specs):
+    """`tf.function(fn)` on `specs` whose arguments are called `names` (a signature's input
+    names are its function's argument names)."""
+    def call(*args):
+        return fn(*args)
+    call.__signature__ = inspect.Signature(
+        [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in names])
+    return tf.function(call, input_signature=specs)
+
+
 class TextServing(tf.Module):
-    """`serve`: `text` (or `text_a`, `text_b`) -> what `outputs(self, core outputs)` returns.
+    """`serve`: `text` (or `text_a`, `text_b`), then the `extra` inputs -> what
+    `outputs(self, core outputs, *extra inputs)` returns.
 
     With `trim_padding` each request is cut to its longest row instead of the packer's full
     length: the same results (padding is masked), with less work for short texts, most of all
     when a client sends texts of similar length together. `label_names` are kept in the model
-    as `self.label_names` (a string variable) for `outputs` to use.
+    as `self.label_names` (a string variable) for `outputs` to use. `extra`: TensorSpecs of
+    inputs besides the texts, named (a request's `top_k`).
     """
 
-    def __init__(self, core, packer, outputs, pair=False, trim_padding=True, label_names=None):
+    def __init__(self, core, packer, outputs, pair=False, trim_padding=True, label_names=None,
+                 extra=()):
         super().__init__()
         self.core = core
         self.preprocessor = packer.preprocessor
         if label_names is not None:
             self.label_names = tf.Variable(list(label_names), trainable=False,
                                            name="label_names")
-        specs = [tf.TensorSpec([None], tf.string, name=n) for n in text_input_names(pair)]
+        names = text_input_names(pair)
 
-        def serve(*texts):
-            packed = packer(*texts)
+        def serve(*inputs):
+            packed = packer(*inputs[:len(names)])
             if trim_padding:
                 packed = trim_to_longest(packed)
-            return outputs(self, core(packed, training=False))
+            return outputs(self, core(packed, training=False), *inputs[len(names):])
 
-        if pair:
-            self.serve = tf.function(lambda text_a, text_b: serve(text_a, text_b),
-                                     input_signature=specs)
-        else:
-            self.serve = tf.function(lambda text: serve(text),  # pylint: disable=unnecessary-lambda
-                                     input_signature=specs)
+        self.serve = named_function(
+            serve, list(names) + [spec.name for spec in extra],
+            [tf.TensorSpec([None], tf.string, name=n) for n in names] + list(extra))
 
 
 def class_outputs(module, logits):
@@ -86,6 +97,24 @@ def class_outputs(module, logits):
                 probabilities=probabilities)
 
 
+def top_k_outputs(default_k):
+    """`class_outputs` and the `top_k` most probable classes of each row, most probable first:
+    `top_k_labels` and `top_k_probabilities`, `[batch, k]` for the request's largest k (a row
+    asking fewer gets "" and 0 after its own); a row's `top_k` of 0 or less takes
+    `default_k`, and no row gets more than the classes there are."""
+    def outputs(module, logits, top_k):
+        result = class_outputs(module, logits)
+        classes = tf.shape(logits)[-1]
+        k = tf.minimum(tf.where(top_k > 0, top_k, default_k), classes)
+        ranked = tf.math.top_k(result["probabilities"], k=tf.reduce_max(tf.concat([k, [0]], 0)))
+        wanted = tf.range(tf.shape(ranked.indices)[1])[tf.newaxis, :] < k[:, tf.newaxis]
+        result.update(
+            top_k_labels=tf.where(wanted, tf.gather(module.label_names, ranked.indices), ""),
+            top_k_probabilities=tf.where(wanted, ranked.values, 0.0))
+        return result
+    return outputs
+
+
 def score_outputs(module, scores):
     """A score per row (regression)."""
     del module
@@ -94,10 +123,13 @@ def score_outputs(module, scores):
 
 def label_set_outputs(threshold, separator=","):
     """Several classes per row: `labels` (the names at or over `threshold`, joined by
-    `separator`), `label_mask` and `probabilities`."""
-    def outputs(module, logits):
+    `separator`), `label_mask` and `probabilities`. Given a `[batch]` tensor of thresholds
+    too (a request's `threshold` input), a row's value in (0, 1] replaces `threshold`."""
+    def outputs(module, logits, row_threshold=None):
         probabilities = tf.math.sigmoid(logits)
-        chosen = probabilities >= threshold
+        limit = threshold if row_threshold is None else tf.where(
+            (row_threshold > 0) & (row_threshold <= 1), row_threshold, threshold)[:, tf.newaxis]
+        chosen = probabilities >= limit
         names = tf.ragged.boolean_mask(
             tf.broadcast_to(module.label_names, tf.shape(probabilities)), chosen)
         return dict(labels=tf.strings.reduce_join(names, axis=-1, separator=separator),

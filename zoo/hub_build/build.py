@@ -30,7 +30,8 @@ BUILD_INFO = "zoo_build_info.json"
 # 6: that scaling in training only; inference scales the scores again (oneDNN fuses it there).
 # 7: inference computes the real tokens alone (`encoder.Packing`); zeros at padding positions.
 # 8: `SavedEncoder`, a Reusable SavedModel (not tf_keras's) whose `__call__` takes `pooled_only`.
-BUILD_FORMAT = 8
+# 9: `SavedEncoder.embed` and `call_embedded`, for attributions over the embeddings.
+BUILD_FORMAT = 9
 
 
 def minilm_folder():
@@ -65,6 +66,13 @@ class SavedEncoder(tf.__internal__.tracking.AutoTrackable):
     (`hub.KerasLayer(..., arguments=dict(pooled_only=True))`): `pooled_output` alone, its last
     layer computed at the first positions only (see `zoo.hub_build.encoder`).
 
+    Two more functions open the encoder at its embedding layer, for attributions
+    (`zoo.export.explain`, integrated gradients): `embed(inputs)` gives the embedding layer's
+    `[batch, seq, hidden]` output on the ids (word, position and token-type embeddings,
+    normalized), and `call_embedded(inputs)` runs the layers after it in inference on
+    `input_embeddings` and `input_mask`. They read the same variables, so a fine-tuned
+    encoder's are the ones they use.
+
     Args:
         model: the Keras model of `build_encoder_model`.
         vocab_file: the WordPiece vocabulary, kept as an asset.
@@ -84,13 +92,27 @@ class SavedEncoder(tf.__internal__.tracking.AutoTrackable):
         return self.model.get_layer("bert_encoder")(inputs, training=training,
                                                     pooled_only=pooled_only)
 
+    @tf.function
+    def embed(self, inputs):
+        return self.model.get_layer("bert_encoder").embed(inputs)
+
+    @tf.function
+    def call_embedded(self, inputs):
+        return self.model.get_layer("bert_encoder")(inputs, training=False)
+
     def traced(self):
         """`__call__`'s traces for each value of `training` and `pooled_only`, on the model's
-        inputs."""
+        inputs; `embed`'s and `call_embedded`'s."""
         inputs = {name: t.type_spec for name, t in self.model.input.items()}
         for training in (False, True):
             for pooled_only in (False, True):
                 self.__call__.get_concrete_function(inputs, training, pooled_only)
+        self.embed.get_concrete_function(
+            {k: inputs[k] for k in ("input_word_ids", "input_type_ids")})
+        hidden = self.model.get_layer("bert_encoder").config.hidden_size
+        embedded = dict(input_embeddings=tf.TensorSpec([None, None, hidden], tf.float32),
+                        input_mask=inputs["input_mask"])
+        self.call_embedded.get_concrete_function(embedded)
         return self
 
 

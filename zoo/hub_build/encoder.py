@@ -228,11 +228,13 @@ class BertEncoder(keras.layers.Layer):
             config.hidden_size, activation="tanh", kernel_initializer=_init(config), name="pooler")
 
     def call(self, inputs, training=None, pooled_only=False):
-        word_ids = inputs["input_word_ids"]
+        """The Hub outputs of `inputs`: `input_word_ids`, `input_mask` and `input_type_ids`,
+        or `input_embeddings` (`[batch, seq, hidden]`, what `embed` gives) and `input_mask`,
+        to run the layers on embeddings the caller chose (attributions interpolate them)."""
         mask = tf.cast(inputs["input_mask"], self.compute_dtype)
         # Padding keys get a large negative bias, so softmax gives them zero weight.
         attention_bias = (1.0 - mask[:, tf.newaxis, tf.newaxis, :]) * -1e9
-        batch, seq = tf.shape(word_ids)[0], tf.shape(word_ids)[1]
+        batch, seq = tf.shape(mask)[0], tf.shape(mask)[1]
         hidden = self.config.hidden_size
         encoded = by_mode(
             training,
@@ -247,19 +249,32 @@ class BertEncoder(keras.layers.Layer):
         return dict(pooled_output=pooled, sequence_output=x,
                     encoder_outputs=encoder_outputs, default=pooled)
 
+    def embed(self, inputs):
+        """The embedding layer's `[batch, seq, hidden]` output on `input_word_ids` and
+        `input_type_ids` in inference (word, position and token-type embeddings, normalized)."""
+        shape = tf.shape(inputs["input_word_ids"])
+        x = self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"], training=False)
+        return tf.reshape(x, tf.concat([shape, [self.config.hidden_size]], 0))
+
     def _padded(self, inputs, attention_bias, batch, seq, training, pooled_only=False):
         """`_encode` with every position computed."""
-        x = self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"],
-                            training=training)
+        if "input_embeddings" in inputs:
+            x = tf.reshape(inputs["input_embeddings"], [-1, self.config.hidden_size])
+        else:
+            x = self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"],
+                                training=training)
         return self._encode(x, attention_bias, batch, seq, None, training, pooled_only)
 
     def _packed(self, inputs, attention_bias, batch, seq, pooled_only=False):
         """`_encode` in inference, the real tokens alone computed (`Packing`)."""
         packing = Packing(inputs["input_mask"], self.compute_dtype)
         flat = lambda t: packing.pack(tf.reshape(t, [-1]))  # noqa: E731
-        x = self.embeddings(flat(inputs["input_word_ids"]), flat(inputs["input_type_ids"]),
-                            position_ids=packing.positions % tf.cast(seq, tf.int64),
-                            training=False)
+        if "input_embeddings" in inputs:
+            x = packing.pack(tf.reshape(inputs["input_embeddings"], [-1, self.config.hidden_size]))
+        else:
+            x = self.embeddings(flat(inputs["input_word_ids"]), flat(inputs["input_type_ids"]),
+                                position_ids=packing.positions % tf.cast(seq, tf.int64),
+                                training=False)
         return self._encode(x, attention_bias, batch, seq, packing, False, pooled_only)
 
     def _encode(self, x, attention_bias, batch, seq, packing, training, pooled_only):

@@ -22,9 +22,11 @@ import tf_keras as keras
 from zoo.base.fields import override, setting
 from zoo.data import check, specs
 from zoo.data.labels import LabelVocab, OpenLabels, class_weights, parse_label_map
-from zoo.data.pipeline import DEFAULT_SHUFFLE_BUFFER, classification_dataset
+from zoo.data.pipeline import DEFAULT_SHUFFLE_BUFFER, classification_dataset, evaluated_rows
 from zoo.evaluation import metrics, plots, predict
-from zoo.export import savedmodel
+from zoo.evaluation import errors, explanations, explain_files
+from zoo.export import explain, savedmodel
+from zoo.export.explain import DEFAULT_STEPS
 from zoo.kinds.kind import Kind
 from zoo.kinds.labelled import LabelledRows
 from zoo.model import hub
@@ -75,7 +77,16 @@ class Settings(RunSettings):
         DEFAULT_SHUFFLE_BUFFER, "Rows in the training shuffle buffer (shards are read as "
         "streams, interleaved, and shuffled through this buffer).", low=1)
     output_file: str = override(RunSettings, "output_file", None,
-                                "Predictions file (.csv or .jsonl) for --mode=predict.")
+                                "Predictions file (.csv or .jsonl) for --mode=predict; "
+                                "explanations (.jsonl) for --mode=explain.")
+    top_k: int = setting(
+        0, "Class tasks: --mode=predict also writes the N most probable classes of each row "
+        "and their probabilities (0: the most probable only). The export's top_k signature "
+        "gives a request's row that asks for 0 this many (every class when 0).", low=0)
+    explain_steps: int = setting(
+        DEFAULT_STEPS, "Integration points of integrated gradients in --mode=explain and the "
+        "export's explain signature (zoo.export.explain); more is closer to exact and slower.",
+        low=2, high=1024)
     learning_rate: float = override(
         RunSettings, "learning_rate", 1e-4,
         "Peak learning rate of AdamW (after warmup). The default was chosen on validation data "
@@ -114,6 +125,8 @@ class Classification(LabelledRows):
     """A classifier head on `pooled_output`, over labelled text or text pairs."""
 
     NAME = "classification"  # in MODEL_DIR/run.json
+    MODES = runner.MODES
+    EXPLAIN = explain.CLASS  # what `--mode=explain` and the explain signature explain
     METRICS = ("accuracy", "f1", "f1_macro", "f1_weighted", "mcc", "loss")
     OUTPUT_FILES = ".csv or .jsonl"
     PREDICTIONS = "predictions.csv"
@@ -175,18 +188,27 @@ class Classification(LabelledRows):
         """The evaluation's metrics from the model's outputs and the targets (NumPy)."""
         results = metrics.classification_metrics(
             targets, tf.nn.softmax(outputs).numpy(), len(self.labels))
+        names = self.labels.names
         return dict(loss=float(tf.reduce_mean(sparse_cross_entropy(targets, outputs))),
-                    **results, label_names=self.labels.names)
+                    **results, label_names=names,
+                    per_class=metrics.per_class(results["confusion_matrix"], names),
+                    most_confused=metrics.confused_pairs(results["confusion_matrix"], names))
 
     def plot(self, results, outputs, targets):
         del outputs, targets
         plots.plot_confusion(results["confusion_matrix"], self.labels.names,
                              os.path.join(self.settings.model_dir, "confusion_matrix.png"))
 
+    def report_errors(self, source, outputs, targets):
+        """MODEL_DIR/errors.csv: the eval rows the model got wrong (`zoo.evaluation.errors`)."""
+        errors.write_errors(os.path.join(self.settings.model_dir, errors.ERRORS_FILE),
+                            evaluated_rows(source, self.labels), self.transform(outputs).numpy(),
+                            targets, self.labels.names)
+
     transform = staticmethod(predict.softmax)  # model outputs -> what predictions report
 
     def row_format(self):
-        return predict.ClassLabels(self.labels.names)
+        return predict.ClassLabels(self.labels.names, self.settings.top_k)
 
     def serving_outputs(self):
         return savedmodel.class_outputs
@@ -228,6 +250,7 @@ class Classification(LabelledRows):
                        skipped_bad_rows=data_check.report["bad_rows"])
         if self.run.chief:
             self.plot(results, outputs, targets)
+            self.report_errors(source, outputs, targets)
         return results
 
     def predict(self, core, path):
@@ -238,7 +261,42 @@ class Classification(LabelledRows):
 
     def serving(self, core):
         return savedmodel.TextServing(core, self.run.packer, self.serving_outputs(),
-                                  self.settings.pair, label_names=self.labels.names)
+                                      self.settings.pair, label_names=self.labels.names)
+
+    def request_serving(self, core):
+        """{name: serving module} of the signatures whose requests set a value per row: top_k
+        (one class per row)."""
+        return {"top_k": savedmodel.TextServing(
+            core, self.run.packer, savedmodel.top_k_outputs(
+                self.settings.top_k or len(self.labels.names)),
+            self.settings.pair, label_names=self.labels.names,
+            extra=[tf.TensorSpec([None], tf.int32, name="top_k")])}
+
+    def explain_serving(self, core):
+        """The explain signature's module (`zoo.export.explain.ExplainServing`) of the trained
+        Keras `core`."""
+        names = None if self.EXPLAIN is explain.SCORE else self.labels.names
+        return explain.ExplainServing(core, self.run.packer, self.EXPLAIN, names,
+                                      self.settings.pair, self.settings.explain_steps)
+
+    def signatures(self, core, trained=None):
+        result = {"serving_default": self.serving(core), **self.request_serving(core)}
+        if trained is not None and self.settings.export_explain:
+            result["explain"] = self.explain_serving(trained)
+        return result
+
+    def explain(self, core, path):
+        module = self.explain_serving(core)
+
+        def explain_texts(texts):
+            inputs = [tf.constant(t) for t in texts]
+            if module.targeted:
+                inputs.append(tf.constant([""] * len(texts[0])))
+            outputs = {k: v.numpy() for k, v in module.serve(*inputs).items()}
+            return explanations.rows(outputs, len(texts[0]), self.settings.pair)
+
+        return explain_files.explain_to_file(explain_texts, self.read_split("predict"), path,
+                                             self.settings.bad_rows)
 
 
 KIND = Kind("classify", Classification, Settings, specs.TextColumns, ("f1", "accuracy"))

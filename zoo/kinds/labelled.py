@@ -20,7 +20,7 @@ class LabelledRows(runner.Task):
     """A task on labelled rows. Subclasses give `open_labels`, `vocabulary` and `load_labels`,
     and set `DEDUPE` if `--dedupe` applies to them; `self.labels` is the vocabulary."""
 
-    MODES = runner.MODES
+    MODES = tuple(m for m in runner.MODES if m != "explain")
     DEDUPE = False
 
     def __init__(self, run, read_split):

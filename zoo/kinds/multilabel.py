@@ -17,7 +17,7 @@ from zoo.base.fields import override, setting
 from zoo.data import specs
 from zoo.data.labels import MultiLabelVocab, OpenLabels, parse_label_map
 from zoo.evaluation import metrics, predict
-from zoo.export import savedmodel
+from zoo.export import explain, savedmodel
 from zoo.kinds import classification
 from zoo.kinds.kind import Kind
 
@@ -27,6 +27,7 @@ class Settings(classification.Settings):
     """Classification's settings plus the label list's separator and the decision threshold."""
 
     class_weights: str = override(classification.Settings, "class_weights", "none", flag=False)
+    top_k: int = override(classification.Settings, "top_k", 0, flag=False)
 
     label_separator: str = setting(
         ",", "Multi-label (--task_type=multi_label): what separates the classes in a row's "
@@ -46,6 +47,7 @@ class MultiLabel(classification.Classification):
     """Any number of classes per example (a sigmoid per class)."""
 
     NAME = "multi_label"
+    EXPLAIN = explain.LABEL_SET
     METRICS = ("f1_micro", "f1_macro", "exact_match", "loss")
 
     def open_labels(self):
@@ -76,6 +78,9 @@ class MultiLabel(classification.Classification):
     def plot(self, results, outputs, targets):
         del results, outputs, targets
 
+    def report_errors(self, source, outputs, targets):
+        del source, outputs, targets  # (errors.csv lists one-class mistakes)
+
     transform = staticmethod(tf.math.sigmoid)
 
     def row_format(self):
@@ -84,6 +89,13 @@ class MultiLabel(classification.Classification):
 
     def serving_outputs(self):
         return savedmodel.label_set_outputs(self.settings.threshold, self.settings.label_separator)
+
+    def request_serving(self, core):
+        """The threshold signature: a request's `threshold` per row (0: --threshold)."""
+        return {"threshold": savedmodel.TextServing(
+            core, self.run.packer, self.serving_outputs(), self.settings.pair,
+            label_names=self.labels.names,
+            extra=[tf.TensorSpec([None], tf.float32, name="threshold")])}
 
 
 KIND = Kind("multi_label", MultiLabel, Settings, specs.TextColumns, ("f1_micro",))

@@ -266,5 +266,6 @@ class MultiTask(runner.Task):
             count += written
         return count
 
-    def signatures(self, core):
+    def signatures(self, core, trained=None):
+        del trained  # (no explain signature for a multi-task export)
         return {name: task.serving(core[name]) for name, task in self.tasks.items()}

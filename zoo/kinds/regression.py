@@ -16,7 +16,7 @@ from zoo.base.fields import override, setting
 from zoo.data import specs
 from zoo.data.labels import ScoreLabels
 from zoo.evaluation import metrics, plots, predict
-from zoo.export import savedmodel
+from zoo.export import explain, savedmodel
 from zoo.kinds import classification
 from zoo.kinds.kind import Kind
 from zoo.model.cores import regression_core
@@ -27,6 +27,7 @@ class Settings(classification.Settings):
     """Classification's settings plus the range of the scores."""
 
     class_weights: str = override(classification.Settings, "class_weights", "none", flag=False)
+    top_k: int = override(classification.Settings, "top_k", 0, flag=False)
 
     score_range: str = setting(
         "", "Regression (--task_type=regression): LOW,HIGH of valid scores, e.g. 0,5; a score "
@@ -37,6 +38,7 @@ class Regression(classification.Classification):
     """One score per example (mean squared error)."""
 
     NAME = "regression"
+    EXPLAIN = explain.SCORE
     METRICS = ("pearson", "spearman", "mse", "rmse", "mae", "loss")
 
     def open_labels(self):
@@ -68,6 +70,9 @@ class Regression(classification.Classification):
                            f"predicted vs gold (Pearson {results['pearson']:.3f}, "
                            f"Spearman {results['spearman']:.3f})")
 
+    def report_errors(self, source, outputs, targets):
+        del source, outputs, targets  # (errors.csv lists one-class mistakes)
+
     transform = staticmethod(tf.identity)
 
     def row_format(self):
@@ -78,7 +83,11 @@ class Regression(classification.Classification):
 
     def serving(self, core):
         return savedmodel.TextServing(core, self.run.packer, self.serving_outputs(),
-                                  self.settings.pair)
+                                      self.settings.pair)
+
+    def request_serving(self, core):
+        del core  # a score per row: nothing a request sets
+        return {}
 
 
 KIND = Kind("regression", Regression, Settings, specs.TextColumns, ("pearson",))

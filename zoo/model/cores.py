@@ -58,6 +58,14 @@ def pooled_core(encoder, head, name, pooling="cls", on_tpu=False):
     return keras.Model(inputs, head(pooled), name=name)
 
 
+def after_encoder(core):
+    """`fn(encoder outputs, input_mask)` -> `core`'s outputs in inference, for a core of
+    `pooled_core` (its pooling, then its head): what a caller that runs the encoder itself
+    (attributions, `zoo.export.explain`) puts after it."""
+    pooling, head = core.get_layer("pooling"), core.layers[-1]
+    return lambda outputs, mask: head(pooling(outputs, mask), training=False)
+
+
 def classifier_core(encoder, num_classes, dropout=0.1, pooling="cls", on_tpu=False):
     """Packed int32 inputs -> class logits: a trainable Hub encoder (a handle, or a layer to
     share) and a `ClassifierHead` on its pooled outputs (`pooling`: see `SentencePooling`)."""

@@ -254,6 +254,16 @@ def pooled_view(encoder):
                           arguments=dict(pooled_only=True))
 
 
+def embedding_functions(encoder):
+    """(`embed`, `call_embedded`) of `encoder` (an `encoder_layer`) if its SavedModel opens at
+    its embedding layer, as zoo-build-hub encoders do (`zoo.hub_build.build.SavedEncoder`);
+    None for any other encoder."""
+    loaded = getattr(encoder, "_func", None)
+    if not all(hasattr(loaded, name) for name in ("embed", "call_embedded")):
+        return None
+    return loaded.embed, loaded.call_embedded
+
+
 def load_preprocessor(handle, on_tpu=False):
     """The preprocessor SavedModel object (`.tokenize`, `.bert_pack_inputs`, ...).
 

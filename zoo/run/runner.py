@@ -26,7 +26,7 @@ from zoo.base.errors import UsageError
 from zoo.base.fields import check_fields
 from zoo.base.files import save_json
 from zoo.compute import Compute, precision
-from zoo.evaluation import plots
+from zoo.evaluation import explain_files, plots
 from zoo.export import frozen_core, savedmodel
 from zoo.model import hub
 from zoo.model.cores import TextPacker, head_variables
@@ -107,7 +107,7 @@ class Task:
     raises `zoo.data.sources.MissingSplit`)."""
 
     NAME = ""
-    MODES = tuple(m for m in MODES if m != "check_data")
+    MODES = tuple(m for m in MODES if m not in ("check_data", "explain"))
     OUTPUT_FILES = ""
     PREDICTIONS = "predictions.txt"
     METRICS = ("loss",)  # what `metric_names` returns unless a task overrides it
@@ -203,10 +203,17 @@ class Task:
         """The serving module of the export (`zoo.export.savedmodel`)."""
         raise NotImplementedError
 
-    def signatures(self, core):
-        """{signature name: serving module} of the export; the first is also
-        `serving_default`."""
+    def signatures(self, core, trained=None):
+        """{signature name: serving module} of the export of `core` (what the export runs:
+        `zoo.export.frozen_core.serving_core`); the first is also `serving_default`. `trained`
+        is the trained Keras core itself, for signatures that need its layers."""
+        del trained
         return {"serving_default": self.serving(core)}
+
+    def explain(self, core, path):
+        """`--mode=explain` (tasks that have it list it in `MODES`): explains the predict split
+        into `path`; returns how many rows it wrote."""
+        raise NotImplementedError
 
     def check_data(self):
         """`--mode=check_data` (tasks that have it list it in `MODES`)."""
@@ -248,10 +255,13 @@ def run(mode, task_class, settings: RunSettings, read_split, started=None):
 def _use_trained(task, mode):
     s = task.settings
     path = None
-    if mode == "predict":
+    if mode in ("predict", "explain"):
         path = s.output_file or task.default_output_file()
         if not path:
-            raise UsageError(f"--mode=predict needs --output_file ({task.OUTPUT_FILES})")
+            raise UsageError(f"--mode={mode} needs --output_file "
+                             f"({'.jsonl' if mode == 'explain' else task.OUTPUT_FILES})")
+        if mode == "explain":
+            explain_files.check_path(path)
         task.check_output(path)
     if mode == "export" and not s.export_dir:
         raise UsageError("--mode=export needs --export_dir")
@@ -260,8 +270,12 @@ def _use_trained(task, mode):
         return evaluate(task, core, step=step)
     if not task.run.chief:  # predictions and exports are the chief's to write
         return None
-    if mode == "predict":
+    if mode in ("predict", "explain"):
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        if mode == "explain":
+            count = task.explain(core, path)
+            print(f"wrote {count} rows to {path} and {explain_files.html_path(path)}")
+            return count
         count = task.predict(core, path)
         print(f"wrote {count} rows to {path}")
         return count
@@ -272,7 +286,7 @@ def export(task, core):
     """Writes the export of `core` to --export_dir (at --export_precision); returns its path."""
     s = task.settings
     path = savedmodel.save(s.export_dir, task.signatures(
-        frozen_core.serving_core(core, s.export_precision, s.export_small_requests)))
+        frozen_core.serving_core(core, s.export_precision, s.export_small_requests), core))
     print("exported to", path)
     return path
 

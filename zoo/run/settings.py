@@ -17,7 +17,7 @@ from zoo.model.hub import DEFAULT_MODEL
 from zoo.run.paths import prepare_model_dir
 from zoo.training import distribute
 
-MODES = ("train", "eval", "train_and_eval", "predict", "export", "check_data")
+MODES = ("train", "eval", "train_and_eval", "predict", "export", "check_data", "explain")
 MODE_HELP = {
     "train": "fine-tune (and export if --export_dir)",
     "eval": "evaluate the latest checkpoint",
@@ -26,6 +26,8 @@ MODE_HELP = {
     "export": "write a TF Serving SavedModel to --export_dir",
     "check_data": "report rows, labels (per shard too), bad rows, duplicates and token lengths "
                   "of every split given, to MODEL_DIR/data_check_<split>.json",
+    "explain": "write why each row of --predict_file got its prediction (an attribution per "
+               "word) to --output_file (.jsonl) and an HTML page beside it (.html)",
 }
 
 
@@ -121,6 +123,10 @@ class RunSettings:
         "their own, made for one-text latency (zoo.export.small_requests); "
         "--noexport_small_requests keeps one copy (a smaller graph, slower single texts).")
     output_file: Optional[str] = setting(None, "Predictions file of --mode=predict.")
+    export_explain: bool = setting(
+        True, "Class, multi-label and regression models: give the export an `explain` "
+        "signature (attributions per word, zoo.export.explain) beside serving_default; "
+        "--noexport_explain leaves it out (a smaller export that loads sooner).")
 
 
 def start_run(mode, settings: RunSettings, padding, modes=MODES):
