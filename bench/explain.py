@@ -18,11 +18,13 @@ this process, after a warm-up call of each kind.
   share of them whose top-attributed word (towards the predicted class) is the inserted one,
   beside chance (the mean of 1 / words) and the share whose prediction follows the inserted
   word; also among the latter alone.
-- **Load time.** The same model exported without the signature (`--noexport_explain`): the
-  seconds `zoo.serving.load` takes for each export in a fresh process (the median of
-  --repeats, alternating), and each export's size.
+- **Load time.** The seconds `zoo.serving.load` takes in a fresh process (the median of
+  --repeats, alternating) and the size of three exports of the model: with `--export_explain`,
+  the default export (`serving_default` and `top_k`), and `serving_default` alone (the export
+  before issue 44, written by `zoo.export.savedmodel.save` from the restored model).
 - A sample of those explanations is rendered to --png (the HTML page's colours, drawn with
-  matplotlib: no headless browser here) and written to --html by `zoo explain`'s page code.
+  matplotlib: no headless browser here) and, with --html, written there by `zoo explain`'s
+  page code.
 
 One JSON line with the machine and every figure.
 """
@@ -77,7 +79,8 @@ def _train(work):
         table.run("classify", "train_and_eval", model_dir=model_dir, train_file=train,
                   eval_file=os.path.join(FLAGS.data_dir, "dev.tsv"), text_column="sentence",
                   label_column="label", max_seq_length=64,
-                  num_train_epochs=1.0, export_dir=export, explain_steps=FLAGS.steps)
+                  num_train_epochs=1.0, export_dir=export, explain_steps=FLAGS.steps,
+                  export_explain=True)
     with open(os.path.join(model_dir, "eval_results.json"), encoding="utf-8") as f:
         return model_dir, export, json.load(f)["accuracy"]
 
@@ -96,20 +99,41 @@ def _size(folder):
                for f in files)
 
 
+def _exports(model_dir, export):
+    """{name: export folder}: with the explain signature, the default export, and
+    serving_default alone (written here if missing)."""
+    # pylint: disable=import-outside-toplevel
+    from zoo.export import savedmodel
+    from zoo.kinds.table import KINDS
+    from zoo.run import runner
+    values = dict(model_dir=model_dir, text_column="sentence", label_column="label",
+                  max_seq_length=64)
+    folders = dict(with_explain=export,
+                   default=os.path.join(model_dir, "export_default", "1"),
+                   serving_default_only=os.path.join(model_dir, "export_serving_default", "1"))
+    kind = KINDS["classify"]
+    for name in ("default", "serving_default_only"):
+        if os.path.exists(os.path.join(folders[name], "saved_model.pb")):
+            continue
+        data, settings = kind.parts(values)
+        task = runner.start("export", kind.task, settings, kind.reader(data, settings))
+        core, _ = runner.restored(task)
+        signatures = task.signatures(core) if name == "default" else {
+            "serving_default": task.serving(core)}
+        savedmodel.save(folders[name], signatures)
+    return folders
+
+
 def _loading(model_dir, export):
-    """Load seconds and size of the export with and without the explain signature."""
-    from zoo.kinds import table  # pylint: disable=import-outside-toplevel
-    plain = os.path.join(model_dir, "export_plain", "1")
-    if not os.path.exists(os.path.join(plain, "saved_model.pb")):
-        table.run("classify", "export", model_dir=model_dir, export_dir=plain,
-                  text_column="sentence", label_column="label", max_seq_length=64,
-                  export_explain=False)
-    seconds = {"with_explain": [], "without": []}
+    """Load seconds and size of each of `_exports`."""
+    folders = _exports(model_dir, export)
+    seconds = {name: [] for name in folders}
     for _ in range(FLAGS.repeats):
-        for name, folder in (("with_explain", export), ("without", plain)):
+        for name, folder in folders.items():
             seconds[name].append(float(run_script(["-c", LOAD, folder], cwd=ROOT).split()[-1]))
-    return {f"load_seconds_{k}": statistics.median(v) for k, v in seconds.items()} | {
-        "size_mb_with_explain": _size(export) / 2 ** 20, "size_mb_without": _size(plain) / 2 ** 20}
+    return {name: dict(load_seconds=statistics.median(values),
+                       size_mb=_size(folders[name]) / 2 ** 20)
+            for name, values in seconds.items()}
 
 
 def _median_seconds(call, repeats):
@@ -160,12 +184,15 @@ def _pointing(model, rows):
         hits_following += hit and follow
         chance += 1 / len(e["words"])
     n = len(rows)
+    gaps = sorted(abs(e["completeness_gap"]) / max(abs(e["score"] - e["baseline_score"]), 1e-9)
+                  for e in explanations)
     return dict(sentences=n, hit_rate=hits / n, chance=chance / n,
                 prediction_follows_inserted_word=follows / n,
                 hit_rate_where_it_follows=hits_following / max(follows, 1),
-                max_relative_completeness_gap=max(
-                    abs(e["completeness_gap"]) / max(abs(e["score"] - e["baseline_score"]), 1e-9)
-                    for e in explanations)), explanations
+                relative_completeness_gap_median=statistics.median(gaps),
+                relative_completeness_gap_max=gaps[-1],
+                relative_completeness_gap_under_5_percent=sum(g < 0.05 for g in gaps) / n), \
+        explanations
 
 
 def _render(rows, explanations, path):
@@ -208,7 +235,8 @@ def main(argv):
         rows = _swapped(dev)
         pointing, explained = _pointing(model, rows)
         print("pointing", json.dumps(pointing), file=sys.stderr)
-    sample = [i for i, (s, w, p) in enumerate(rows) if explained[i]["target"] == p][:6]
+    sample = [i for i, (s, w, p) in enumerate(rows)
+              if explained[i]["target"] == p and len(s.split()) <= 12][:6]
     if FLAGS.png:
         _render([rows[i] for i in sample], [explained[i] for i in sample], FLAGS.png)
     if FLAGS.html:

@@ -57,6 +57,7 @@ def keyword_model(tiny_hub, tmp_path_factory):
                     id_column="id", max_seq_length=32)
     table.run("classify", "train_and_eval", model_dir=model_dir, train_batch_size=16,
               num_train_epochs=3, learning_rate=2e-3, export_dir=model_dir + "/export/1",
+              export_explain=True,
               train_file=files["train_file"], eval_file=files["eval_file"], **settings)
     return dict(model_dir=model_dir, export=model_dir + "/export/1", held_out=held_out,
                 settings=settings, **files)

@@ -110,8 +110,8 @@ def test_explain_mode_credits_the_words_that_set_the_score(trained, tmp_path):
     lines = [json.loads(line) for line in open(output, encoding="utf-8")]
     assert [line["id"] for line in lines] == [str(i) for i in range(12)]
     assert os.path.exists(str(tmp_path / "explanations.html"))
-    strong = [line for line in lines if line["score"] - line["baseline_score"] > 1]
-    assert strong  # sentences with "great" in them
+    strong = [line for line in lines if "great" in [w["text"] for w in line["words"]]]
+    assert len(strong) >= 8
     for line in strong:
         assert line["objective"] == "score" and line["method"] == "integrated_gradients"
         assert {w["segment"] for w in line["words"]} == {0, 1}  # both sentences' words
