@@ -88,3 +88,20 @@ def test_entity_f1_and_token_accuracy_by_hand():
     assert results["f1"] == pytest.approx(2 / 3) and results["entities"] == 3
     assert results["per_type"]["LOC"]["f1"] == 1.0 and results["per_type"]["PER"]["f1"] == 0.0
     assert results["token_accuracy"] == pytest.approx(6 / 7)
+
+
+def test_per_class_scores_and_the_most_confused_pairs_by_hand():
+    from zoo.evaluation.metrics import confused_pairs, per_class  # pylint: disable=import-outside-toplevel
+    confusion = [[5, 3, 0],   # gold a: 5 right, 3 called b
+                 [1, 4, 0],   # gold b: 1 called a
+                 [0, 2, 0]]   # gold c: never right, 2 called b; c never predicted
+    scores = per_class(confusion, ["a", "b", "c"])
+    assert scores["a"] == pytest.approx(dict(precision=5 / 6, recall=5 / 8,
+                                             f1=2 * (5 / 6) * (5 / 8) / (5 / 6 + 5 / 8),
+                                             support=8))
+    assert scores["b"]["precision"] == pytest.approx(4 / 9) and scores["b"]["recall"] == 0.8
+    assert scores["c"] == dict(precision=0.0, recall=0.0, f1=0.0, support=2)
+    assert confused_pairs(confusion, ["a", "b", "c"]) == [
+        dict(gold="a", predicted="b", count=3), dict(gold="c", predicted="b", count=2),
+        dict(gold="b", predicted="a", count=1)]
+    assert len(confused_pairs(confusion, ["a", "b", "c"], count=2)) == 2
