@@ -123,11 +123,6 @@ class RunSettings:
         "their own, made for one-text latency (zoo.export.small_requests); "
         "--noexport_small_requests keeps one copy (a smaller graph, slower single texts).")
     output_file: Optional[str] = setting(None, "Predictions file of --mode=predict.")
-    export_explain: bool = setting(
-        False, "Class, multi-label and regression models: give the export an `explain` "
-        "signature (attributions per word, zoo.export.explain) beside serving_default. Off "
-        "by default: its graph (the model's gradients) makes the export slower to load in a "
-        "new process (zoo.serving, zoo serve-predict).")
 
 
 def start_run(mode, settings: RunSettings, padding, modes=MODES):
