@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from zoo.evaluation.metrics import classification_metrics
+from zoo.evaluation.metrics import classification_metrics, confused_pairs, per_class
 
 
 def _probs(predicted, num_classes):
@@ -91,7 +91,6 @@ def test_entity_f1_and_token_accuracy_by_hand():
 
 
 def test_per_class_scores_and_the_most_confused_pairs_by_hand():
-    from zoo.evaluation.metrics import confused_pairs, per_class  # pylint: disable=import-outside-toplevel
     confusion = [[5, 3, 0],   # gold a: 5 right, 3 called b
                  [1, 4, 0],   # gold b: 1 called a
                  [0, 2, 0]]   # gold c: never right, 2 called b; c never predicted

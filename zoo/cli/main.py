@@ -28,8 +28,9 @@ import sys
 from zoo.cli import quiet
 
 TASKS = ("mrpc", "sst2", "stsb", "classify", "squad", "tagging", "multitask")
+# command -> --mode (train: the task's default)
 MODES = {"train": None, "eval": "eval", "predict": "predict", "export": "export",
-         "check-data": "check_data", "explain": "explain"}  # command -> --mode (train: the task's default)
+         "check-data": "check_data", "explain": "explain"}
 TOOLS = {"build-hub": "zoo.cli.build_hub", "models": "zoo.cli.list_models"}
 
 

@@ -13,20 +13,18 @@ becomes, per text (`rows`):
 class, the log-odds of a multi-label class, a regression's score), `probability` the target's
 probability (null for a regression); the attributions add up to `score - baseline_score`, up to
 `completeness_gap`. (`segment`, 0 or 1, in each word of a pair model's explanation;
-`baseline_score` and `completeness_gap` are null for occlusion.) `zoo.serving.Model.explain` returns these dicts and
-`--mode=explain` writes them as JSON lines (`zoo.evaluation.explain_files`), with an HTML page
-(`PAGE_HEAD`, a `text_block` per text, `page_end`) that needs no script, font or file besides
-itself: each text with its words shaded by attribution (red: towards the
-target, blue: against; the strongest word of a text at full colour), its target and score.
+`baseline_score` and `completeness_gap` are null for occlusion.)
 
-Only the standard library and NumPy are imported: `zoo.serving` uses this module.
+`zoo.serving.Model.explain` returns these dicts and `--mode=explain` writes them as JSON lines
+(`zoo.evaluation.explain_files`), with an HTML page (`PAGE_HEAD`, a `text_block` per text,
+`page_end`) that needs no script, font or file besides itself: each text with its words shaded
+by attribution (red: towards the target, blue: against; the strongest word of a text at full
+colour), its target and score.
+
+Only the standard library is imported: `zoo.serving` uses this module.
 """
 import html
 import math
-
-import numpy as np
-
-WORD_FIELDS = ("word", "word_start", "word_end", "segment", "truncated", "attribution")
 
 
 def _number(value):
@@ -137,9 +135,3 @@ def error_block(name, error):
 
 def page_end():
     return "</body></html>\n"
-
-
-def top_words(row, count=1):
-    """The `count` words of a row with the largest attribution (most positive first)."""
-    order = np.argsort([-w["attribution"] for w in row["words"]], kind="stable")
-    return [row["words"][i] for i in order[:count]]

@@ -7,13 +7,14 @@ The export's `explain` signature (`ExplainServing`), `--mode=explain` and
 `zoo.serving.Model.explain` all run it.
 
 Two methods, and the output says which one ran:
-- **integrated gradients** (Sundararajan et al., 2017) over the word embeddings, when the
-  encoder opens at its embeddings (`zoo.model.hub.embedding_functions`: encoders that
-  zoo-build-hub writes). The baseline puts the [PAD] embedding at every word position ([CLS],
-  [SEP], positions and token types stay), and the path integral is a Gauss-Legendre
-  quadrature of `steps` points (Captum's default rule), all the steps of one text in one
-  batch. A word's attribution is the sum over its pieces; the attributions add up to
-  score - baseline score, and `completeness_gap` reports how far they are from it.
+- **integrated gradients** (Sundararajan et al., 2017) over the output of the encoder's
+  embedding layer (word, position and token-type embeddings, normalized), when the encoder
+  opens there (`zoo.model.hub.embedding_functions`: encoders that zoo-build-hub writes). The
+  baseline is that output with [PAD] at every word position ([CLS], [SEP], positions and
+  token types stay), and the path integral is a Gauss-Legendre quadrature of `steps` points
+  (Captum's default rule), every point of every text of a call in one batch. A word's
+  attribution is the sum over its pieces; the attributions add up to score - baseline score,
+  and `completeness_gap` reports how far they are from it.
 - **occlusion**, for any other Hub encoder: a word's attribution is the score minus the score
   of the text without that word (its pieces removed); there is no baseline
   (`baseline_score` and `completeness_gap` are NaN).

@@ -84,10 +84,10 @@ class Settings(RunSettings):
         "and their probabilities (0: the most probable only). The export's top_k signature "
         "gives a request's row that asks for 0 this many (every class when 0).", low=0)
     export_explain: bool = setting(
-        False, "Give the export an `explain` "
-        "signature (attributions per word, zoo.export.explain) beside serving_default. Off "
-        "by default: its graph (the model's gradients) makes the export slower to load in a "
-        "new process (zoo.serving, zoo serve-predict).")
+        False, "Give the export an `explain` signature (attributions per word, "
+        "zoo.export.explain) beside serving_default. Off by default: its graph (the model's "
+        "gradients) makes the export slower to load in a new process (zoo.serving, "
+        "zoo serve-predict).")
     explain_steps: int = setting(
         DEFAULT_STEPS, "Integration points of integrated gradients in --mode=explain and the "
         "export's explain signature (zoo.export.explain); more is closer to exact and slower.",
