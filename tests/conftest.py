@@ -55,7 +55,8 @@ def tweets(tmp_path_factory):
 # one worker finishing a long file alone.
 LONG_FIRST = ("tests/tasks/test_squad2.py", "tests/tasks/test_multitask.py",
               "tests/training/test_distribute.py", "tests/tasks/", "tests/kinds/", "tests/batch/",
-              "tests/export/test_explain.py")
+              "tests/export/test_explain.py", "tests/export/test_litert.py",
+              "tests/export/test_conformance.py")
 
 
 def pytest_collection_modifyitems(items):

@@ -182,8 +182,7 @@ class Model:
         return columns
 
     def _rows(self, outputs, count):
-        """One dict per row of a batch's outputs."""
-        outputs = {k: v.numpy() for k, v in outputs.items()}
+        """One dict per row of a batch's outputs (NumPy arrays)."""
         rows = []
         for i in range(count):
             row = {k: v[i] for k, v in outputs.items()}
@@ -231,7 +230,8 @@ class Model:
             batch = {n: tf.constant([columns[n][i] for i in chosen]) for n in self.input_names}
             batch.update({n: tf.constant([values[i] for i in chosen])
                           for n, values in (extra or {}).items()})
-            for i, row in zip(chosen, convert(serve(**batch), len(chosen))):
+            outputs = {k: np.asarray(v) for k, v in serve(**batch).items()}
+            for i, row in zip(chosen, convert(outputs, len(chosen))):
                 results[i] = row
         if any(row is None for row in results):  # every input has its row, or this is a bug
             raise RuntimeError(f"{results.count(None)} of {len(inputs)} inputs got no result")
@@ -282,7 +282,7 @@ class Model:
             raise ValueError("this model predicts a score: it has no class to name as target")
         pair = len(self.input_names) > 1
         return self._run(inputs, serve, lambda outputs, count: explanations.rows(
-            {k: v.numpy() for k, v in outputs.items()}, count, pair),
+            outputs, count, pair),
             min(self.batch_size, EXPLAIN_BATCH_SIZE), extra)
 
 

@@ -5,13 +5,14 @@ usage: zoo COMMAND [TASK] [--flags]
   zoo train TASK        fine-tune (and evaluate after every epoch; export with --export_dir)
   zoo eval TASK         evaluate a trained model dir
   zoo predict TASK      write predictions for --predict_file
-  zoo export TASK       write a TF Serving SavedModel of a trained model dir
+  zoo export TASK       write a TF Serving SavedModel (or, --export_format=litert, a LiteRT file)
   zoo explain TASK      why each row of --predict_file got its label: attributions per word
                         (mrpc, sst2, stsb, classify)
   zoo check-data TASK   check the data of every split given (not squad, multitask)
   zoo build-hub         build TF Hub-format models offline from a checkpoint
   zoo models            list the model names zoo knows
   zoo serve-predict     predict with an export, JSON lines in and out (zoo.serving)
+  zoo check-export      check that an export would load and answer under TF Serving
   zoo batch-predict     predict files of rows with an export on Apache Beam (zoo.batch)
 
 TASK is mrpc, sst2, stsb, classify, squad, tagging or multitask. `zoo COMMAND TASK --help`
@@ -31,7 +32,8 @@ TASKS = ("mrpc", "sst2", "stsb", "classify", "squad", "tagging", "multitask")
 # command -> --mode (train: the task's default)
 MODES = {"train": None, "eval": "eval", "predict": "predict", "export": "export",
          "check-data": "check_data", "explain": "explain"}
-TOOLS = {"build-hub": "zoo.cli.build_hub", "models": "zoo.cli.list_models"}
+TOOLS = {"build-hub": "zoo.cli.build_hub", "models": "zoo.cli.list_models",
+         "check-export": "zoo.cli.check_export"}
 
 
 def run_absl(module_name, args):

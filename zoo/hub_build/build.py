@@ -31,7 +31,8 @@ BUILD_INFO = "zoo_build_info.json"
 # 7: inference computes the real tokens alone (`encoder.Packing`); zeros at padding positions.
 # 8: `SavedEncoder`, a Reusable SavedModel (not tf_keras's) whose `__call__` takes `pooled_only`.
 # 9: `SavedEncoder.embed` and `call_embedded`, for attributions over the embeddings.
-BUILD_FORMAT = 9
+# 10: no int64 Unpack in `encoder.Packing` (LiteRT has none), so the encoder converts to LiteRT.
+BUILD_FORMAT = 10
 
 
 def minilm_folder():

@@ -137,7 +137,8 @@ class Packing:
         self.rows = tf.where(real, tf.cumsum(tf.cast(real, tf.int64), exclusive=True),
                              tf.size(positions, out_type=tf.int64))
         self.real = tf.cast(real, dtype)[:, tf.newaxis]
-        batch, seq = tf.unstack(tf.shape(mask, out_type=tf.int64))
+        shape = tf.shape(mask, out_type=tf.int64)  # not unstacked: LiteRT has no int64 Unpack
+        batch, seq = shape[0], shape[1]
         self.first = tf.gather(self.rows, tf.range(batch) * seq)
 
     def pack(self, padded):

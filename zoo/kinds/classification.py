@@ -21,6 +21,8 @@ import tf_keras as keras
 
 from zoo.base.fields import override, setting
 from zoo.data import check, specs
+from zoo.data.sources import iterate
+from zoo.data.text_files import BadRow
 from zoo.data.labels import LabelVocab, OpenLabels, class_weights, parse_label_map
 from zoo.data.pipeline import DEFAULT_SHUFFLE_BUFFER, classification_dataset, evaluated_rows
 from zoo.evaluation import metrics, plots, predict
@@ -30,7 +32,7 @@ from zoo.export.explain import DEFAULT_STEPS
 from zoo.kinds.kind import Kind
 from zoo.kinds.labelled import LabelledRows
 from zoo.model import hub
-from zoo.model.cores import classifier_core
+from zoo.model.cores import classifier_core, text_input_names
 from zoo.model.heads import POOLINGS
 from zoo.run import runner
 from zoo.run.settings import RunSettings
@@ -289,6 +291,24 @@ class Classification(LabelledRows):
         if trained is not None and self.settings.export_explain:
             result["explain"] = self.explain_serving(trained)
         return result
+
+    def litert_outputs(self):
+        """(outputs, label names) of the LiteRT export (`zoo.export.litert`): the SavedModel's
+        `serving_default` outputs where LiteRT has their ops."""
+        return self.serving_outputs(), self.labels.names
+
+    def calibration_texts(self, count):
+        """The first `count` good rows of the training split as LiteRT calibration inputs:
+        [{input name: [text]}]."""
+        names = text_input_names(self.settings.pair)
+        found = []
+        for item in iterate(self.read_split("train")):
+            if not isinstance(item, BadRow):
+                texts = (item.text_a, item.text_b)[:len(names)]
+                found.append({n: [t] for n, t in zip(names, texts)})
+                if len(found) == count:
+                    break
+        return found
 
     def explain(self, core, path):
         module = self.explain_serving(core)

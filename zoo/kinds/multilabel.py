@@ -17,7 +17,7 @@ from zoo.base.fields import override, setting
 from zoo.data import specs
 from zoo.data.labels import MultiLabelVocab, OpenLabels, parse_label_map
 from zoo.evaluation import metrics, predict
-from zoo.export import explain, savedmodel
+from zoo.export import explain, litert, savedmodel
 from zoo.kinds import classification
 from zoo.kinds.kind import Kind
 
@@ -89,6 +89,9 @@ class MultiLabel(classification.Classification):
 
     def serving_outputs(self):
         return savedmodel.label_set_outputs(self.settings.threshold, self.settings.label_separator)
+
+    def litert_outputs(self):
+        return litert.mask_outputs(self.settings.threshold), self.labels.names
 
     def request_serving(self, core):
         """The threshold signature: a request's `threshold` per row (0: --threshold)."""

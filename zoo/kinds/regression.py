@@ -85,6 +85,9 @@ class Regression(classification.Classification):
         return savedmodel.TextServing(core, self.run.packer, self.serving_outputs(),
                                       self.settings.pair)
 
+    def litert_outputs(self):
+        return self.serving_outputs(), None
+
     def request_serving(self, core):
         del core  # a score per row: nothing a request sets
         return {}

@@ -27,7 +27,7 @@ from zoo.base.fields import check_fields
 from zoo.base.files import save_json
 from zoo.compute import Compute, precision
 from zoo.evaluation import explain_files, plots
-from zoo.export import frozen_core, savedmodel
+from zoo.export import frozen_core, litert, savedmodel
 from zoo.model import hub
 from zoo.model.cores import TextPacker, head_variables
 from zoo.run import best, lock
@@ -226,6 +226,7 @@ def start(mode, task_class, settings: RunSettings, read_split=None):
     notebook that wants a trained model (`restored(start("predict", ...))`)."""
     check_fields(settings)
     task_class.check_settings(settings)
+    check_export_format(task_class, settings)
     best.check_settings(settings, mode, task_class.metric_names(settings))
     strategy, compute = start_run(mode, settings, task_class.training_padding(settings),
                                   task_class.MODES)
@@ -282,11 +283,34 @@ def _use_trained(task, mode):
     return export(task, core)
 
 
+def check_export_format(task_class, settings):
+    """A `UsageError`, before any work, for an --export_format the task or the other export
+    settings cannot give."""
+    if settings.export_format != "litert":
+        return
+    if not hasattr(task_class, "litert_outputs"):
+        raise UsageError(
+            "--export_format=litert: a LiteRT export takes one text (or pair) of a fixed length, "
+            "which fits class, multi-label and regression models; this task's export windows "
+            "texts of any length, which only the SavedModel does (--export_format=savedmodel)")
+    if settings.export_precision != "fp32":
+        raise UsageError("--export_precision applies to SavedModel exports; a LiteRT export "
+                         "sets its arithmetic with --litert_quantization")
+
+
 def export(task, core):
-    """Writes the export of `core` to --export_dir (at --export_precision); returns its path."""
+    """Writes the export of `core` to --export_dir (at --export_precision, or as a LiteRT file
+    at --litert_quantization); returns its path."""
     s = task.settings
-    path = savedmodel.save(s.export_dir, task.signatures(
-        frozen_core.serving_core(core, s.export_precision, s.export_small_requests), core))
+    if s.export_format == "litert":
+        outputs, label_names = task.litert_outputs()
+        representative = (task.calibration_texts(s.litert_calibration_rows)
+                          if s.litert_quantization == "int8" else None)
+        path = litert.export_text_model(s.export_dir, core, task.run.packer, outputs, label_names,
+                                        s.pair, s.litert_quantization, representative)
+    else:
+        path = savedmodel.save(s.export_dir, task.signatures(
+            frozen_core.serving_core(core, s.export_precision, s.export_small_requests), core))
     print("exported to", path)
     return path
 

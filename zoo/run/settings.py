@@ -17,6 +17,8 @@ from zoo.model.hub import DEFAULT_MODEL
 from zoo.run.paths import prepare_model_dir
 from zoo.training import distribute
 
+EXPORT_FORMATS = ("savedmodel", "litert")
+LITERT_QUANTIZATIONS = ("none", "dynamic", "int8")  # zoo.export.litert.QUANTIZATIONS
 MODES = ("train", "eval", "train_and_eval", "predict", "export", "check_data", "explain")
 MODE_HELP = {
     "train": "fine-tune (and export if --export_dir)",
@@ -122,6 +124,16 @@ class RunSettings:
         True, "With --export_precision=bf16: give calls of a few tokens a copy of the graph of "
         "their own, made for one-text latency (zoo.export.small_requests); "
         "--noexport_small_requests keeps one copy (a smaller graph, slower single texts).")
+    export_format: str = setting(
+        "savedmodel", "What --export_dir gets: savedmodel (for TF Serving and zoo.serving) or "
+        "litert (EXPORT_DIR/model.tflite for phones and edge boxes, run by zoo.litert; class, "
+        "multi-label and regression models).", choices=EXPORT_FORMATS)
+    litert_quantization: str = setting(
+        "dynamic", "With --export_format=litert: none (fp32), dynamic (int8 weights) or int8 "
+        "(int8 weights and activations, calibrated on the first --litert_calibration_rows "
+        "rows of the training data).", choices=LITERT_QUANTIZATIONS)
+    litert_calibration_rows: int = setting(
+        200, "Training rows that calibrate --litert_quantization=int8.", low=1)
     output_file: Optional[str] = setting(None, "Predictions file of --mode=predict.")
 
 
