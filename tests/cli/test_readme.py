@@ -37,7 +37,10 @@ def _commands():
 def test_readmes_zoo_commands_parse():
     by_task = collections.defaultdict(list)
     for command, *rest in _commands():
-        assert command in main.MODES or command in ("serve-predict", "batch-predict"), command
+        assert command in main.MODES or command in (
+            "serve-predict", "batch-predict", "check-export"), command
+        if command == "check-export":
+            assert len(rest) == 1 and not rest[0].startswith("-"), rest  # the export folder
         if command == "batch-predict":
             from zoo.cli import batch_predict  # pylint: disable=import-outside-toplevel
             args, beam_args = batch_predict._parser().parse_known_args(rest)  # pylint: disable=protected-access

@@ -133,7 +133,7 @@ def test_a_trained_sst2_model_labels_dev_sentences_as_its_savedmodel_does(tmp_pa
 
 
 def test_what_a_litert_export_refuses(tmp_path, tiny_hub):
-    with pytest.raises(UsageError, match="windows texts of any length"):
+    with pytest.raises(UsageError, match="is for class, multi-label and regression models"):
         table.run("squad", "export", model_dir=str(tmp_path / "squad"), encoder_handle="tiny",
                   export_dir=str(tmp_path / "out"), export_format="litert")
     with pytest.raises(UsageError, match="--litert_quantization"):

@@ -290,9 +290,9 @@ def check_export_format(task_class, settings):
         return
     if not hasattr(task_class, "litert_outputs"):
         raise UsageError(
-            "--export_format=litert: a LiteRT export takes one text (or pair) of a fixed length, "
-            "which fits class, multi-label and regression models; this task's export windows "
-            "texts of any length, which only the SavedModel does (--export_format=savedmodel)")
+            "--export_format=litert is for class, multi-label and regression models (one text "
+            "or pair, of a fixed length); this task exports a SavedModel only (SQuAD and "
+            "tagging window texts of any length): --export_format=savedmodel")
     if settings.export_precision != "fp32":
         raise UsageError("--export_precision applies to SavedModel exports; a LiteRT export "
                          "sets its arithmetic with --litert_quantization")
