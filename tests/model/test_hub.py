@@ -133,3 +133,17 @@ def test_pooled_view_asks_a_zoo_encoder_for_its_pooled_output_alone(tmp_path, ti
     build_encoder_model(config).save(str(tmp_path / "keras_encoder"), save_format="tf")
     other = hub.encoder_layer(str(tmp_path / "keras_encoder"))
     assert hub.pooled_view(other) is other
+
+
+def test_a_process_loads_a_preprocessor_once_and_again_when_it_changes(tmp_path, tiny_hub):
+    folder = tmp_path / "preprocessor"
+    shutil.copytree(os.path.join(tiny_hub, "preprocessor"), folder)
+    first = hub.load_preprocessor(str(folder))
+    assert hub.load_preprocessor(str(folder)) is first
+    stat = os.stat(folder / "saved_model.pb")  # rebuilt in place: loaded anew
+    os.utime(folder / "saved_model.pb", ns=(stat.st_atime_ns, stat.st_mtime_ns + 10 ** 9))
+    again = hub.load_preprocessor(str(folder))
+    assert again is not first and again.tokenize(tf.constant(["hello"])).shape[0] == 1
+    with tf.distribute.OneDeviceStrategy("/cpu:0").scope():  # a strategy's own variables
+        assert hub.load_preprocessor(str(folder)) is not again
+    assert hub.load_preprocessor(str(folder)) is again

@@ -264,11 +264,33 @@ def embedding_functions(encoder):
     return loaded.embed, loaded.call_embedded
 
 
+_PREPROCESSORS = {}  # what `load_preprocessor` loaded in this process, by `_preprocessor_key`
+
+
+def _preprocessor_key(handle, on_tpu):
+    """A handle's identity for reuse: with a local SavedModel, the modification time of its
+    saved_model.pb (a rebuilt one is loaded anew)."""
+    path = os.path.join(handle, "saved_model.pb")
+    return handle, on_tpu, os.stat(path).st_mtime_ns if os.path.exists(path) else None
+
+
 def load_preprocessor(handle, on_tpu=False):
     """The preprocessor SavedModel object (`.tokenize`, `.bert_pack_inputs`, ...).
 
-    A handle that cannot be loaded, or lacks those parts, is a `HandleError` naming it.
+    A process loads each preprocessor once (loading one takes seconds, and it holds no state a
+    run changes) and reuses it in later runs; not under a distribution strategy's scope, whose
+    variables belong to that strategy. A handle that cannot be loaded, or lacks those parts, is
+    a `HandleError` naming it.
     """
+    if tf.distribute.has_strategy():
+        return _load_preprocessor(handle, on_tpu)
+    key = _preprocessor_key(handle, on_tpu)
+    if key not in _PREPROCESSORS:
+        _PREPROCESSORS[key] = _load_preprocessor(handle, on_tpu)
+    return _PREPROCESSORS[key]
+
+
+def _load_preprocessor(handle, on_tpu):
     try:
         loaded = hub.load(handle, options=load_options(on_tpu))
     except Exception as e:  # pylint: disable=broad-except  # a broken SavedModel fails many ways
