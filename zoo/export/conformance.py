@@ -195,7 +195,8 @@ def rest_predict(model, request, signature="serving_default"):
     signature has one input) answers `predictions` (one object per row, or bare values when it
     has one output); the columnar format (`inputs`) answers `outputs`."""
     body = json.loads(request)
-    definition = model.signatures[body.get("signature_name", signature)]
+    signature = body.get("signature_name", signature)
+    definition = model.signatures[signature]
     names = list(definition.inputs)
     if "instances" in body:
         rows = [r if isinstance(r, dict) else {names[0]: r} for r in body["instances"]]
@@ -204,8 +205,7 @@ def rest_predict(model, request, signature="serving_default"):
         given = body["inputs"]
         columns = given if isinstance(given, dict) else {names[0]: given}
     inputs = {n: _from_json(columns[n], definition.inputs[n]) for n in names}
-    outputs = model.call(body.get("signature_name", signature), inputs)
-    values = {k: _json_value(v) for k, v in outputs.items()}
+    values = {k: _json_value(v) for k, v in model.call(signature, inputs).items()}
     if "instances" in body:
         rows = [{k: v[i] for k, v in values.items()} for i in range(len(rows))]
         return json.dumps(dict(predictions=[

@@ -13,6 +13,7 @@ the kind of label: `open_labels` / `vocabulary`, `build_core`, `loss`, `metrics`
 `transform`, `row_format` and `serving_outputs`.
 """
 import dataclasses
+import itertools
 import os
 
 import numpy as np
@@ -21,8 +22,6 @@ import tf_keras as keras
 
 from zoo.base.fields import override, setting
 from zoo.data import check, specs
-from zoo.data.sources import iterate
-from zoo.data.text_files import BadRow
 from zoo.data.labels import LabelVocab, OpenLabels, class_weights, parse_label_map
 from zoo.data.pipeline import DEFAULT_SHUFFLE_BUFFER, classification_dataset, evaluated_rows
 from zoo.evaluation import metrics, plots, predict
@@ -301,14 +300,8 @@ class Classification(LabelledRows):
         """The first `count` good rows of the training split as LiteRT calibration inputs:
         [{input name: [text]}]."""
         names = text_input_names(self.settings.pair)
-        found = []
-        for item in iterate(self.read_split("train")):
-            if not isinstance(item, BadRow):
-                texts = (item.text_a, item.text_b)[:len(names)]
-                found.append({n: [t] for n, t in zip(names, texts)})
-                if len(found) == count:
-                    break
-        return found
+        rows = itertools.islice(evaluated_rows(self.read_split("train"), None), count)
+        return [{n: [t] for n, t in zip(names, (row.text_a, row.text_b))} for row in rows]
 
     def explain(self, core, path):
         module = self.explain_serving(core)

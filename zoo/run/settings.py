@@ -13,12 +13,12 @@ from zoo.base.errors import UsageError
 from zoo.base.fields import setting
 from zoo.compute import Compute, fusion, precision
 from zoo.compute.precision import EXPORT_PRECISIONS  # the class body's `precision` is a field
+from zoo.export.litert import QUANTIZATIONS as LITERT_QUANTIZATIONS
 from zoo.model.hub import DEFAULT_MODEL
 from zoo.run.paths import prepare_model_dir
 from zoo.training import distribute
 
 EXPORT_FORMATS = ("savedmodel", "litert")
-LITERT_QUANTIZATIONS = ("none", "dynamic", "int8")  # zoo.export.litert.QUANTIZATIONS
 MODES = ("train", "eval", "train_and_eval", "predict", "export", "check_data", "explain")
 MODE_HELP = {
     "train": "fine-tune (and export if --export_dir)",
