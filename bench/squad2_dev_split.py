@@ -5,7 +5,7 @@ r"""Splits the SQuAD 2.0 dev set by article into a training half and an evaluati
 No SQuAD 2.0 training set is available offline, and unanswerable copies made from SQuAD v1.1
 (`--unanswerable_fraction`) are unlike SQuAD 2.0's own unanswerable questions. This writes
 `train.json` (the articles at even positions of the dev file: 0, 2, 4, ...) and `eval.json`
-(odd positions), each a SQuAD 2.0 file, so a model can learn from real unanswerable questions
+(odd positions), each a SQuAD 2.0 file (`--eval_every=N`: every Nth article to eval.json), so a model can learn from real unanswerable questions
 and be evaluated on articles it never saw. Prints one JSON line: articles and questions (and
 unanswerable ones) per half. The files go to --out_dir, never into the project.
 """
@@ -17,6 +17,8 @@ from absl import app, flags
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 flags.DEFINE_string("dev_file", os.path.join(ROOT, "..", "shared", "data", "squad_v2",
                                              "dev-v2.0-rebuilt.json"), "SQuAD 2.0 dev file.")
+flags.DEFINE_integer("eval_every", 2, "Every Nth article goes to eval.json, the others to "
+                     "train.json (2: halves).")
 flags.DEFINE_string("out_dir", os.path.join(ROOT, "runs", "squad2_split"), "Where to write.")
 FLAGS = flags.FLAGS
 
@@ -31,7 +33,9 @@ def main(argv):
     del argv
     with open(FLAGS.dev_file, encoding="utf-8") as f:
         dev = json.load(f)
-    halves = dict(train=dev["data"][0::2], eval=dev["data"][1::2])
+    every = FLAGS.eval_every
+    halves = dict(train=[a for i, a in enumerate(dev["data"]) if i % every != every - 1],
+                  eval=[a for i, a in enumerate(dev["data"]) if i % every == every - 1])
     os.makedirs(FLAGS.out_dir, exist_ok=True)
     for name, articles in halves.items():
         with open(os.path.join(FLAGS.out_dir, f"{name}.json"), "w", encoding="utf-8") as f:

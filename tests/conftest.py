@@ -54,7 +54,8 @@ def tweets(tmp_path_factory):
 # collected: these go first, so that the short unit-test files fill in at the end instead of
 # one worker finishing a long file alone.
 LONG_FIRST = ("tests/tasks/test_squad2.py", "tests/tasks/test_multitask.py",
-              "tests/training/test_distribute.py", "tests/tasks/", "tests/kinds/", "tests/batch/",
+              "tests/training/test_distribute.py", "tests/tasks/",
+              "tests/training/test_warm_start.py", "tests/kinds/", "tests/batch/",
               "tests/export/test_explain.py", "tests/export/test_litert.py",
               "tests/export/test_conformance.py")
 

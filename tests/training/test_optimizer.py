@@ -154,3 +154,20 @@ def test_optimizer_for_checks_its_settings():
                                           head_learning_rate_multiplier=5.0), 100,
                               head_variables=[tf.Variable(1.0)])
     assert (optimizer.head_multiplier, optimizer.frozen_encoder_steps) == (5.0, 10)
+
+
+@pytest.mark.parametrize("compiled,jit", [(False, False), (True, True)])
+def test_a_variable_rate_scales_its_step(compiled, jit):
+    def run(rate):
+        start = np.array([[1.0, -2.0], [0.5, 3.0]], np.float32)
+        slow, plain = tf.Variable(start, name="encoder/a"), tf.Variable(start, name="encoder/b")
+        optimizer = create_optimizer(1e-2, 100, 0, weight_decay=0.1, jit_compile=jit,
+                                     variable_rates=[(slow, rate)])
+        optimizer.build([slow, plain])
+        step = lambda g: optimizer.apply_gradients([(g, slow), (g, plain)])  # noqa: E731
+        (tf.function(step) if compiled else step)(tf.constant([[0.3, -1.0], [2.0, 0.1]]))
+        return slow.numpy() - start, plain.numpy() - start
+
+    slow, plain = run(0.25)
+    assert np.abs(plain).min() > 0
+    np.testing.assert_allclose(slow, 0.25 * plain, rtol=1e-4, atol=1e-6)

@@ -84,6 +84,10 @@ class LabelledRows(runner.Task):
     def outputs(self):
         return self.labels.outputs()
 
+    def head_names(self):
+        names = getattr(self.labels, "names", None)
+        return None if names is None else list(names)
+
     def check_data(self):
         """Checks every split that was given, reporting every bad row (as `--bad_rows=skip`
         does) instead of stopping at the first. Returns {split: report}."""

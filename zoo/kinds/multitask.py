@@ -30,6 +30,7 @@ from zoo.data.sources import MissingSplit
 from zoo.kinds.table import KINDS
 from zoo.run import runner
 from zoo.run.settings import RunSettings
+from zoo.training import warm_start
 from zoo.training.steps import Mixture, sample_schedule, sampling_probabilities
 
 SAMPLINGS = ("proportional", "uniform", "temperature")
@@ -196,6 +197,35 @@ class MultiTask(runner.Task):
 
     def build_core(self, encoder):
         return {name: task.build_core(encoder) for name, task in self.tasks.items()}
+
+    def record_details(self):
+        return {"heads": {name: task.NAME for name, task in self.tasks.items()}}
+
+    def warm_start(self, core, source):
+        """The encoder from the run's --init_from; each task's head from its own `init_from`
+        (the run's unless its spec sets one) when it is the same head: from a multi-task source,
+        its task of the spec's `init_from_task`, else of the same name."""
+        encoder = next(iter(core.values())).get_layer("encoder")
+        source.restore(encoder)
+        print(f"--init_from: the encoder of {source.label()}")
+        heads = {}
+        for name, task in self.tasks.items():
+            sub = task.settings
+            if not sub.init_from:
+                continue
+            head_source = warm_start.open_source(sub.init_from, sub.init_from_task)
+            if head_source.multitask and not sub.init_from_task and name in (
+                    head_source.record.get("outputs") or {}):
+                head_source = warm_start.Source(sub.init_from, name)
+            head_source.encoder = self.settings.encoder_handle
+            reuse, why_not = head_source.head_decision(task.NAME, task.outputs(),
+                                                       task.head_names())
+            if reuse:
+                head_source.restore(head=core[name].layers[-1])
+            print(f"--init_from: {name}: " + (f"the head of {head_source.label()}" if reuse
+                                              else f"a new head: {why_not}"))
+            heads[name] = head_source.describe(reuse, why_not)
+        return dict(source.describe(False, "see heads"), heads=heads)
 
     def train_dataset(self, epoch):
         schedule = sample_schedule(self.probabilities, self.steps_per_epoch,

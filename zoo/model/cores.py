@@ -46,6 +46,13 @@ def head_variables(core):
     return found
 
 
+def encoder_variables(core):
+    """The trainable variables of `core`'s encoder (a core model, or a multi-task run's
+    {task: core} sharing one encoder)."""
+    one = next(iter(core.values())) if isinstance(core, dict) else core
+    return one.get_layer("encoder").trainable_variables
+
+
 def pooled_core(encoder, head, name, pooling="cls", on_tpu=False):
     """Packed int32 inputs -> `head` on one vector per text (`SentencePooling(pooling)` of the
     encoder's outputs; `encoder`: a handle, or a layer to share). With "cls" pooling the

@@ -29,13 +29,13 @@ from zoo.compute import Compute, precision
 from zoo.evaluation import explain_files, plots
 from zoo.export import frozen_core, litert, savedmodel
 from zoo.model import hub
-from zoo.model.cores import TextPacker, head_variables
+from zoo.model.cores import TextPacker, encoder_variables, head_variables
 from zoo.run import best, lock
 from zoo.run.paths import WRITING_MODES, check_output_file
 from zoo.run.settings import MODES, RunSettings, start_run
 from zoo.training import checkpoints, distribute, loop
 from zoo.training import optimizer as zoo_optimizer
-from zoo.training import run_record
+from zoo.training import encoder_layers, run_record, warm_start
 
 TRAINING_MODES = ("train", "train_and_eval")
 
@@ -53,6 +53,7 @@ class Run:
         self.strategy = strategy
         self.compute = compute
         self._handles = self._packer = None
+        self.warm_source = None  # the `zoo.training.warm_start.Source` training starts from
 
     @property
     def handles(self):
@@ -178,6 +179,26 @@ class Task:
         """{name: tf_keras metric} updated with (targets, outputs) in training."""
         return {}
 
+    def head_names(self):
+        """The names of what the head predicts as an export stores them (label or tag names),
+        or None."""
+        return None
+
+    def record_details(self):
+        """What run.json records besides `run_record.describe`'s keys (a multi-task run: the
+        kind of each head, which a warm start from it reads)."""
+        return {}
+
+    def warm_start(self, core, source):
+        """Loads `source`'s weights (`zoo.training.warm_start.Source`) into `core` before the
+        first step: the encoder's, and the head's when it is the same head; returns run.json's
+        `init_from` record."""
+        reuse, why_not = source.head_decision(self.NAME, self.outputs(), self.head_names())
+        source.restore(core.get_layer("encoder"), core.layers[-1] if reuse else None)
+        print(f"--init_from: the encoder{' and the head' if reuse else ''} of "
+              f"{source.label()}" + ("" if reuse else f"; the head starts fresh: {why_not}"))
+        return source.describe(reuse, why_not)
+
     def evaluate(self, core):
         """The eval split's metrics: a JSON-ready dict (its float values become summaries)."""
         raise NotImplementedError
@@ -230,8 +251,16 @@ def start(mode, task_class, settings: RunSettings, read_split=None):
     best.check_settings(settings, mode, task_class.metric_names(settings))
     strategy, compute = start_run(mode, settings, task_class.training_padding(settings),
                                   task_class.MODES)
+    source = None
+    if settings.init_from:
+        settings, source = warm_start.begin(settings, mode in TRAINING_MODES)
+    if source is not None and run_record.load(settings.model_dir) is None:
+        # --pooling=auto: the source's pooling
+        settings = task_class.resolve_settings(settings, source.path, source.task or None)
     settings = task_class.resolve_settings(settings)
-    return task_class(Run(mode, settings, strategy, compute), read_split)
+    task = task_class(Run(mode, settings, strategy, compute), read_split)
+    task.run.warm_source = source
+    return task
 
 
 def run(mode, task_class, settings: RunSettings, read_split, started=None):
@@ -364,14 +393,27 @@ def evaluate(task, core, step=None, epoch=None):
 def _train(task, evaluate_each_epoch):
     s, run_ = task.settings, task.run
     data = task.prepare_training(evaluate_each_epoch)
-    run_record.start_training(
-        s.model_dir, run_record.describe(task.NAME, s, task.outputs(), data.fingerprint),
-        s.allow_changed_settings, run_.chief)
+    record = dict(run_record.describe(task.NAME, s, task.outputs(), data.fingerprint),
+                  **task.record_details())
+    saved = run_record.load(s.model_dir) or {}
+    if run_.warm_source is None and "init_from" in saved:  # a warm-started run resumed
+        record["init_from"] = saved["init_from"]
+    run_record.start_training(s.model_dir, record, s.allow_changed_settings, run_.chief)
     core = build_core(task)
+    if run_.warm_source is not None:
+        with run_.strategy.scope():
+            record["init_from"] = task.warm_start(core, run_.warm_source)
+        if run_.chief:
+            run_record.save(s.model_dir, record)
+    if s.reinit_layers:  # (a resumed run's restore then overwrites them)
+        with run_.strategy.scope():
+            changed = encoder_layers.reinitialize_top(encoder_variables(core), s.reinit_layers,
+                                                      s.seed)
+        print(f"--reinit_layers={s.reinit_layers}: {len(changed)} weights drawn anew")
     plan = loop.plan_epochs(data.count, s, data.unit)
     with run_.strategy.scope():
         optimizer = zoo_optimizer.optimizer_for(s, plan.total_steps, run_.compute.xla_fusion,
-                                                head_variables(core))
+                                                head_variables(core), encoder_variables(core))
         metrics = task.train_metrics()
 
     keeper = best.Best(core, s, run_.strategy) if s.keep_best else None

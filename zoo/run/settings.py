@@ -71,6 +71,22 @@ class RunSettings:
     frozen_encoder_steps: int = setting(
         0, "Warm start: for the first N training steps only the head learns (the encoder's "
         "weights stay as loaded), then the whole model does.", low=0)
+    init_from: Optional[str] = setting(
+        None, "Start training from the weights of another run: a model dir zoo trained (its "
+        "best checkpoint if it kept one, else its newest). The encoder's weights transfer; "
+        "the head's when the task kind and outputs are the same (else it starts fresh, and the "
+        "run says why). Its encoder and preprocessor are this run's unless set; a rerun "
+        "resumes this run's own checkpoints.")
+    init_from_task: str = setting(
+        "", "With --init_from of a multi-task model dir: the task whose head to take (without "
+        "it the encoder alone transfers).")
+    layer_decay: float = setting(
+        1.0, "Layer-wise learning-rate decay: the encoder's top layer learns at this times the "
+        "rate, each layer below at this times the one above, the embeddings last (1: none).",
+        low=0, low_open=True, high=1)
+    reinit_layers: int = setting(
+        0, "Draw the top N transformer layers of the encoder anew before training (for small "
+        "data sets; after --init_from).", low=0)
     seed: int = setting(0, "Random seed (initialisation, shuffling, dropout).")
     keep_best: str = setting(
         "", "Keep the checkpoint of the best evaluation by this metric (a key of "

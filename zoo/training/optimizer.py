@@ -11,6 +11,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from zoo.base.errors import UsageError
+from zoo.training import encoder_layers
 
 NO_WEIGHT_DECAY = ("layer_norm", "LayerNorm", "bias")
 
@@ -69,11 +70,13 @@ class HeadAdamW(keras.optimizers.AdamW):
         head_variables: the variables that get `head_multiplier` (and are never frozen).
         head_multiplier: the head's learning rate over the schedule's.
         frozen_encoder_steps: steps at the start in which only the head variables move.
+        variable_rates: (variable, multiplier) pairs of other variables whose learning rate is
+            scaled (layer-wise decay: `zoo.training.encoder_layers.decayed_rates`).
         **kwargs: those of `keras.optimizers.AdamW`.
     """
 
     def __init__(self, head_variables=(), head_multiplier=1.0, frozen_encoder_steps=0,
-                 **kwargs):
+                 variable_rates=(), **kwargs):
         super().__init__(**kwargs)
         if head_multiplier <= 0:
             raise UsageError(f"the head's learning rate multiplier must be above 0, not "
@@ -84,15 +87,19 @@ class HeadAdamW(keras.optimizers.AdamW):
         self.head_multiplier = float(head_multiplier)
         self.frozen_encoder_steps = int(frozen_encoder_steps)
         self._head_keys = {self._var_key(v) for v in head_variables}
+        self._rates = {self._var_key(v): float(m) for v, m in variable_rates if m != 1.0}
         self._scale = _Scale()
 
     def _multiplier(self, variable):
         """The variable's learning-rate multiplier (a tensor while frozen), or None for 1."""
-        if self._var_key(variable) in self._head_keys:
+        key = self._var_key(variable)
+        if key in self._head_keys:
             return None if self.head_multiplier == 1.0 else self.head_multiplier
+        rate = self._rates.get(key)
         if self.frozen_encoder_steps:
-            return tf.cast(self.iterations >= self.frozen_encoder_steps, tf.float32)
-        return None
+            moving = tf.cast(self.iterations >= self.frozen_encoder_steps, tf.float32)
+            return moving if rate is None else moving * rate
+        return rate
 
     @property
     def learning_rate(self):
@@ -152,12 +159,13 @@ class HeadAdamW(keras.optimizers.AdamW):
     def _apply_weight_decay(self, variables):
         if self._fused:
             return  # `_fused_step` decays each variable with its update
-        head = [v for v in variables if self._var_key(v) in self._head_keys]
-        rest = [v for v in variables if self._var_key(v) not in self._head_keys]
-        for group in (head, rest):
-            if group:
-                with self._rate_of(group[0]):
-                    super()._apply_weight_decay(group)
+        groups = {}  # variables of one learning rate
+        for v in variables:
+            key = self._var_key(v)
+            groups.setdefault((key in self._head_keys, self._rates.get(key)), []).append(v)
+        for group in groups.values():
+            with self._rate_of(group[0]):
+                super()._apply_weight_decay(group)
 
     def get_config(self):
         return dict(super().get_config(), head_multiplier=self.head_multiplier,
@@ -166,7 +174,7 @@ class HeadAdamW(keras.optimizers.AdamW):
 
 def create_optimizer(learning_rate, total_steps, warmup_steps, decay="linear", weight_decay=0.01,
                      clipnorm=1.0, jit_compile=False, head_variables=(), head_multiplier=1.0,
-                     frozen_encoder_steps=0):
+                     frozen_encoder_steps=0, variable_rates=()):
     """`HeadAdamW` (no weight decay on LayerNorm and bias) with `WarmupDecay` and global-norm
     clipping.
 
@@ -175,7 +183,7 @@ def create_optimizer(learning_rate, total_steps, warmup_steps, decay="linear", w
     """
     optimizer = HeadAdamW(
         head_variables=head_variables, head_multiplier=head_multiplier,
-        frozen_encoder_steps=frozen_encoder_steps,
+        frozen_encoder_steps=frozen_encoder_steps, variable_rates=variable_rates,
         learning_rate=WarmupDecay(learning_rate, total_steps, warmup_steps, decay),
         weight_decay=weight_decay, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
         global_clipnorm=clipnorm)
@@ -184,11 +192,12 @@ def create_optimizer(learning_rate, total_steps, warmup_steps, decay="linear", w
     return optimizer
 
 
-def optimizer_for(settings, total_steps, xla_fusion=False, head_variables=()):
+def optimizer_for(settings, total_steps, xla_fusion=False, head_variables=(),
+                  encoder_variables=()):
     """`create_optimizer` with a run's learning rate, warmup, decay, weight decay, head
-    multiplier and frozen encoder steps (`head_variables`: the core's variables outside its
-    encoder); its update is compiled with XLA when the run fuses (`xla_fusion`, see
-    `zoo.compute.fusion`)."""
+    multiplier, frozen encoder steps and layer-wise decay (`head_variables`: the core's
+    variables outside its encoder; `encoder_variables`: its encoder's); its update is compiled
+    with XLA when the run fuses (`xla_fusion`, see `zoo.compute.fusion`)."""
     split = settings.head_learning_rate_multiplier != 1.0 or settings.frozen_encoder_steps
     if split and not head_variables:
         raise UsageError("--head_learning_rate_multiplier and --frozen_encoder_steps need a "
@@ -201,4 +210,13 @@ def optimizer_for(settings, total_steps, xla_fusion=False, head_variables=()):
                             settings.weight_decay, jit_compile=xla_fusion,
                             head_variables=head_variables,
                             head_multiplier=settings.head_learning_rate_multiplier,
-                            frozen_encoder_steps=settings.frozen_encoder_steps)
+                            frozen_encoder_steps=settings.frozen_encoder_steps,
+                            variable_rates=_layer_rates(settings, encoder_variables))
+
+
+def _layer_rates(settings, encoder_variables):
+    decay = getattr(settings, "layer_decay", 1.0)
+    if decay == 1.0:
+        return ()
+    rates = encoder_layers.decayed_rates(encoder_variables, decay)
+    return [(v, rates[id(v)]) for v in encoder_variables]

@@ -9,6 +9,7 @@ from the trained one.
 """
 import json
 import os
+import subprocess
 
 import tensorflow as tf
 from absl import logging
@@ -23,12 +24,28 @@ MODEL_KEYS = ("task", "encoder_handle", "preprocessor_handle", "outputs", "pooli
 TRAINING_KEYS = ("train_batch_size", "gradient_accumulation_steps", "num_train_epochs",
                  "max_train_steps", "max_seq_length", "learning_rate", "warmup_proportion",
                  "decay", "weight_decay", "head_learning_rate_multiplier",
-                 "frozen_encoder_steps", "seed", "class_weights", "tasks", "task_sampling",
+                 "frozen_encoder_steps", "layer_decay", "reinit_layers", "seed", "class_weights", "tasks", "task_sampling",
                  "temperature", "data")
+def git_commit():
+    """The commit of zoo's git checkout (with "+changes" when files differ from it), or None
+    for an installed zoo."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    if not os.path.exists(os.path.join(root, ".git")):
+        return None
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=root, capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head + ("+changes" if dirty.strip() else "")
+
+
 def describe(task, settings, outputs, data=None):
     """The record of a training run: its task, model (`outputs`: what the head predicts, e.g.
-    the label list), schedule and data."""
-    record = dict(task=task, outputs=outputs, data=data)
+    the label list), schedule, data and the zoo commit that trained it (`git`, when known)."""
+    record = dict(task=task, outputs=outputs, data=data, git=git_commit())
     for key in MODEL_KEYS + TRAINING_KEYS:
         if key not in record and hasattr(settings, key):  # (pooling: tasks that pool)
             record[key] = getattr(settings, key)

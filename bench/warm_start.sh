@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Warm starts (--init_from) measured on MiniLM (issue 47); bench/warm_start.py collects the
+# results as JSON lines:
+#
+#   bench/warm_start.sh [squad2 tweets recipes]   # default: all three
+#   .venv/bin/python bench/warm_start.py >> bench/results/warm_start.jsonl
+#
+# squad2: SQuAD 2.0 on its own unanswerable questions. The v2.0 dev articles are split in two
+# (bench/squad2_dev_split.py): the odd ones are held out for the evaluation; the even ones are
+# split again, 3 articles of 4 to train on and 1 to choose the null threshold on (never the
+# held-out half). (a) trains from the encoder, (b) from a SQuAD v1.1 model trained first on
+# $V11_QUESTIONS questions; the same schedule for both ($SQUAD2_EPOCHS epoch(s), windows of $SEQ).
+# tweets: the English tweets of the XLM-T benchmark (3 classes) from the encoder and from an
+# SST-2 model ($SST2_ROWS rows of SST-2 train; its 2-class head cannot be reused and starts
+# fresh), $SEEDS seeds each; val and test macro F1.
+# recipes: the same tweets from the encoder with --layer_decay=0.8 and with --reinit_layers=1,
+# against tweets' runs from the encoder.
+# Model dirs and logs go to $RUNS (default runs/warm).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+D=${SHARED_DATA:-../shared/data}
+PY=.venv/bin/python
+R=${RUNS:-runs/warm}
+V11_QUESTIONS=${V11_QUESTIONS:-6000}
+SQUAD2_EPOCHS=${SQUAD2_EPOCHS:-1}
+SEQ=${SEQ:-256}  # SQuAD windows (384 trains about 1.6x slower)
+SST2_ROWS=${SST2_ROWS:-10000}
+SEEDS=${SEEDS:-"0 1 2"}
+mkdir -p "$R"
+log() { echo "+ $(date -u +%H:%M:%S) $*" >&2; }
+json_value() { $PY -c "import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$@"; }
+
+squad2() {
+  $PY bench/squad2_dev_split.py --dev_file="$D/squad_v2/dev-v2.0-rebuilt.json" \
+    --out_dir="$R/split" > "$R/split.json"
+  $PY bench/squad2_dev_split.py --dev_file="$R/split/train.json" --eval_every=4 \
+    --out_dir="$R/split_train" > "$R/split_train.json"
+  log "SQuAD v1.1, $V11_QUESTIONS questions"
+  $PY -m tasks.squad.train --max_seq_length="$SEQ" \
+    --train_file="$D/squad_v1/train-v1.1-explorer.json" \
+    --max_train_questions="$V11_QUESTIONS" --num_train_epochs=1 --learning_rate=1e-4 --mode=train \
+    --model_dir="$R/squad_v11" > "$R/squad_v11.log" 2>&1
+  for start in encoder squad_v11; do
+    local dir="$R/squad2_from_$start" init=()
+    [ "$start" = squad_v11 ] && init=(--init_from="$R/squad_v11")
+    log "SQuAD 2.0 from $start"
+    $PY -m tasks.squad.train --version_2_with_negative --max_seq_length="$SEQ" "${init[@]}" \
+      --mode=train_and_eval \
+      --train_file="$R/split_train/train.json" --eval_file="$R/split_train/eval.json" \
+      --num_train_epochs="$SQUAD2_EPOCHS" --learning_rate=1e-4 --model_dir="$dir" \
+      > "$dir.log" 2>&1
+    cp "$dir/eval_results.json" "$dir/threshold_eval.json"
+    $PY -m tasks.squad.train --version_2_with_negative --max_seq_length="$SEQ" --mode=eval \
+      --eval_file="$R/split/eval.json" --model_dir="$dir" \
+      --null_score_diff_threshold="$(json_value "$dir/threshold_eval.json" best_f1_thresh)" \
+      > "$dir.eval.log" 2>&1
+    cp "$dir/eval_results.json" "$dir/held_out_eval.json"
+  done
+  $PY bench/squad2_floor.py --eval_file="$R/split/eval.json" > "$R/squad2_floor.json"
+}
+
+tweets() {
+  local en="$D/xlmt_sentiment/english" flags=(--text_column=text --label_column=label
+    --label_map=0:negative,1:neutral,2:positive --num_train_epochs=3)
+  head -n $((SST2_ROWS + 1)) "$D/sst2/train.tsv" > "$R/sst2_train.tsv"
+  log "SST-2, $SST2_ROWS rows"
+  $PY -m tasks.sst2.train --train_file="$R/sst2_train.tsv" --eval_file="$D/sst2/dev.tsv" \
+    --num_train_epochs=1 --mode=train_and_eval --model_dir="$R/sst2" > "$R/sst2.log" 2>&1
+  for seed in $SEEDS; do
+    for start in encoder sst2; do
+      local dir="$R/tweets_from_${start}_$seed" init=()
+      [ "$start" = sst2 ] && init=(--init_from="$R/sst2")
+      log "English tweets from $start, seed $seed"
+      $PY -m tasks.classify.train "${flags[@]}" "${init[@]}" --seed="$seed" \
+        --mode=train_and_eval --train_file="$en/train.csv" --eval_file="$en/val.csv" \
+        --model_dir="$dir" > "$dir.log" 2>&1
+      cp "$dir/eval_results.json" "$dir/val_eval.json"
+      $PY -m tasks.classify.train "${flags[@]}" --mode=eval --eval_file="$en/test.csv" \
+        --model_dir="$dir" > "$dir.test.log" 2>&1
+      cp "$dir/eval_results.json" "$dir/test_eval.json"
+    done
+  done
+}
+
+recipes() {
+  # small-data recipes on the same English tweets, from the encoder (baseline: tweets' runs)
+  local en="$D/xlmt_sentiment/english" flags=(--text_column=text --label_column=label
+    --label_map=0:negative,1:neutral,2:positive --num_train_epochs=3)
+  for seed in $SEEDS; do
+    for recipe in layer_decay=0.8 reinit_layers=1; do
+      local dir="$R/tweets_${recipe%%=*}_$seed"
+      log "English tweets, --$recipe, seed $seed"
+      $PY -m tasks.classify.train "${flags[@]}" "--$recipe" --seed="$seed" \
+        --mode=train_and_eval --train_file="$en/train.csv" --eval_file="$en/val.csv" \
+        --model_dir="$dir" > "$dir.log" 2>&1
+      cp "$dir/eval_results.json" "$dir/val_eval.json"
+      $PY -m tasks.classify.train "${flags[@]}" "--$recipe" --mode=eval \
+        --eval_file="$en/test.csv" --model_dir="$dir" > "$dir.test.log" 2>&1
+      cp "$dir/eval_results.json" "$dir/test_eval.json"
+    done
+  done
+}
+
+for name in ${@:-squad2 tweets recipes}; do
+  $name
+done
