@@ -180,6 +180,13 @@ def test_multi_task_source_gives_the_named_task_head(sources, tiny_hub, tmp_path
         model_dir=out, tasks=specs, num_train_epochs=1, init_from=model_dir, **COMMON), None)
     heads = json.load(open(os.path.join(out, "run.json")))["init_from"]["heads"]
     assert heads["tweets"]["head"] == heads["squad"]["head"] == "reused"
+    # No --init_from for the run, one task's own in its spec: that task's head alone.
+    out = str(tmp_path / "multi3")
+    specs["tweets"]["init_from"] = sources["cls"]
+    runner.run("train", multitask.MultiTask, multitask.Settings(
+        model_dir=out, tasks=specs, num_train_epochs=1, **COMMON), None)
+    assert json.load(open(os.path.join(out, "run.json")))["init_from"] == {"heads": {
+        "tweets": dict(warm_start.Source(sources["cls"]).describe(True))}}
 
 
 def test_refusals_name_what_is_wrong(sources, tiny_hub, tmp_path):

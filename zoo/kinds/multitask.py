@@ -202,12 +202,13 @@ class MultiTask(runner.Task):
         return {"heads": {name: task.NAME for name, task in self.tasks.items()}}
 
     def warm_start(self, core, source):
-        """The encoder from the run's --init_from; each task's head from its own `init_from`
-        (the run's unless its spec sets one) when it is the same head: from a multi-task source,
-        its task of the spec's `init_from_task`, else of the same name."""
+        """The encoder from the run's --init_from (if any); each task's head from its own
+        `init_from` (the run's unless its spec sets one) when it is the same head: from a
+        multi-task source, its task of the spec's `init_from_task`, else of the same name."""
         encoder = next(iter(core.values())).get_layer("encoder")
-        source.restore(encoder)
-        print(f"--init_from: the encoder of {source.label()}")
+        if source is not None:
+            source.restore(encoder)
+            print(f"--init_from: the encoder of {source.label()}")
         heads = {}
         for name, task in self.tasks.items():
             sub = task.settings
@@ -225,6 +226,8 @@ class MultiTask(runner.Task):
             print(f"--init_from: {name}: " + (f"the head of {head_source.label()}" if reuse
                                               else f"a new head: {why_not}"))
             heads[name] = head_source.describe(reuse, why_not)
+        if source is None:
+            return dict(heads=heads) if heads else None
         return dict(source.describe(False, "see heads"), heads=heads)
 
     def train_dataset(self, epoch):

@@ -190,9 +190,11 @@ class Task:
         return {}
 
     def warm_start(self, core, source):
-        """Loads `source`'s weights (`zoo.training.warm_start.Source`) into `core` before the
-        first step: the encoder's, and the head's when it is the same head; returns run.json's
-        `init_from` record."""
+        """Loads `source`'s weights (`zoo.training.warm_start.Source`, None: the run has no
+        --init_from) into `core` before the first step: the encoder's, and the head's when it
+        is the same head; returns run.json's `init_from` record (None: nothing loaded)."""
+        if source is None:
+            return None
         reuse, why_not = source.head_decision(self.NAME, self.outputs(), self.head_names())
         source.restore(core.get_layer("encoder"), core.layers[-1] if reuse else None)
         print(f"--init_from: the encoder{' and the head' if reuse else ''} of "
@@ -395,15 +397,17 @@ def _train(task, evaluate_each_epoch):
     data = task.prepare_training(evaluate_each_epoch)
     record = dict(run_record.describe(task.NAME, s, task.outputs(), data.fingerprint),
                   **task.record_details())
+    resuming = bool(checkpoints.newest_first(s.model_dir))
     saved = run_record.load(s.model_dir) or {}
-    if run_.warm_source is None and "init_from" in saved:  # a warm-started run resumed
+    if resuming and "init_from" in saved:  # a warm-started run resumed: its own checkpoints
         record["init_from"] = saved["init_from"]
     run_record.start_training(s.model_dir, record, s.allow_changed_settings, run_.chief)
     core = build_core(task)
-    if run_.warm_source is not None:
+    if not resuming:
         with run_.strategy.scope():
-            record["init_from"] = task.warm_start(core, run_.warm_source)
-        if run_.chief:
+            started_from = task.warm_start(core, run_.warm_source)
+        if started_from is not None and run_.chief:
+            record["init_from"] = started_from
             run_record.save(s.model_dir, record)
     if s.reinit_layers:  # (a resumed run's restore then overwrites them)
         with run_.strategy.scope():
