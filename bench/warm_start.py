@@ -35,7 +35,12 @@ def _json(*parts):
         return None
     with open(path, encoding="utf-8") as f:
         text = f.read().strip()
-    return json.loads(text.splitlines()[-1]) if text else None
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:  # a script's output: its JSON is the last line
+        return json.loads(text.splitlines()[-1])
 
 
 def _training(name):
