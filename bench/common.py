@@ -59,6 +59,21 @@ def last_json(output):
     return json.loads(output.strip().splitlines()[-1])
 
 
+def result_json(path):
+    """The JSON in the file `path` (a results file, or a script's output saved whole: then its
+    last line), or None when the file is missing or empty."""
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        text = f.read().strip()
+    if not text:
+        return None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:  # a script's output: its JSON is the last line
+        return last_json(text)
+
+
 def serving_env():
     """This process's environment without the Keras 2 switch that `import zoo` sets: what a
     serving process (TF Serving, or Python with only tensorflow) runs an export with."""

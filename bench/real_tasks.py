@@ -13,7 +13,7 @@ import os
 
 from absl import app, flags
 
-from common import machine
+from common import machine, result_json as _json
 
 flags.DEFINE_string("runs", os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), "runs"), "The folder bench/real_tasks.sh wrote to.")
@@ -23,19 +23,6 @@ NAMES = ("stsb_cls", "stsb_mean", "ner", "wnut", "go_emotions", "squad2", "squad
 TIMING = ("wall_seconds", "steps", "steps_per_task", "examples_per_second", "precision",
           "xla_fusion", "max_seq_length", "batch_size")
 DROP = ("confusion_matrix", "f1_per_label", "label_names", "per_type")
-
-
-def _json(path):
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as f:
-        text = f.read().strip()
-    if not text:
-        return None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:  # a script's output: its JSON is the last line
-        return json.loads(text.splitlines()[-1])
 
 
 def _metrics(results):

@@ -18,7 +18,7 @@ import statistics
 
 from absl import app, flags
 
-from common import machine
+from common import machine, result_json
 
 flags.DEFINE_string("runs", os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), "runs", "warm"), "The folder bench/warm_start.sh wrote to.")
@@ -30,17 +30,7 @@ SQUAD = ("exact", "f1", "HasAns_exact", "HasAns_f1", "NoAns_exact", "total", "Ha
 
 
 def _json(*parts):
-    path = os.path.join(FLAGS.runs, *parts)
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as f:
-        text = f.read().strip()
-    if not text:
-        return None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:  # a script's output: its JSON is the last line
-        return json.loads(text.splitlines()[-1])
+    return result_json(os.path.join(FLAGS.runs, *parts))
 
 
 def _training(name):

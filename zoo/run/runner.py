@@ -396,7 +396,7 @@ def _train(task, evaluate_each_epoch):
     s, run_ = task.settings, task.run
     data = task.prepare_training(evaluate_each_epoch)
     record = dict(run_record.describe(task.NAME, s, task.outputs(), data.fingerprint),
-                  **task.record_details())
+                  git=run_record.git_commit(), **task.record_details())
     resuming = bool(checkpoints.newest_first(s.model_dir))
     saved = run_record.load(s.model_dir) or {}
     if resuming and "init_from" in saved:  # a warm-started run resumed: its own checkpoints

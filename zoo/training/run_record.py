@@ -44,8 +44,8 @@ def git_commit():
 
 def describe(task, settings, outputs, data=None):
     """The record of a training run: its task, model (`outputs`: what the head predicts, e.g.
-    the label list), schedule, data and the zoo commit that trained it (`git`, when known)."""
-    record = dict(task=task, outputs=outputs, data=data, git=git_commit())
+    the label list), schedule and data."""
+    record = dict(task=task, outputs=outputs, data=data)
     for key in MODEL_KEYS + TRAINING_KEYS:
         if key not in record and hasattr(settings, key):  # (pooling: tasks that pool)
             record[key] = getattr(settings, key)

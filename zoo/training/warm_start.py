@@ -56,13 +56,12 @@ class Source:
             raise UsageError(f"--init_from={path}: {found}; --init_from takes a model dir that "
                              "zoo trained (it reads the encoder, task and outputs from its "
                              "run.json)")
-        kind = "best" if checkpoints.newest_first(path, checkpoints.BEST) else "newest"
-        found = checkpoints.newest_first(path, checkpoints.BEST if kind == "best" else
-                                         checkpoints.LATEST)
+        best = checkpoints.newest_first(path, checkpoints.BEST)
+        found = best or checkpoints.newest_first(path)
         if not found:
             raise UsageError(f"--init_from={path}: no checkpoint in "
                              f"{checkpoints.directory(path)}; train it first")
-        self.checkpoint, self.which = found[0], kind
+        self.checkpoint, self.which = found[0], "best" if best else "newest"
         self.multitask = self.record.get("task") == MULTITASK
         self._check_task()
 
@@ -213,8 +212,9 @@ def begin(settings, training):
     if checkpoints.newest_first(settings.model_dir) or not training:
         if own is not None:
             return adopt(settings, own, settings.model_dir), None
-        if not training and run_record.load(settings.init_from) is not None:
-            return adopt(settings, run_record.load(settings.init_from), settings.init_from), None
+        theirs = None if training else run_record.load(settings.init_from)
+        if theirs is not None:
+            return adopt(settings, theirs, settings.init_from), None
         return settings, None
     source = open_source(settings.init_from, settings.init_from_task)
     settings = adopt(settings, source.record, source.path)
