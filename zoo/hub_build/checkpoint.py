@@ -218,25 +218,32 @@ def _tensors(checkpoint):
 
 def load_weights(encoder_layer, checkpoint: Checkpoint):
     """Assigns the checkpoint's weights to a built `BertEncoder` layer."""
-    tensors = _tensors(checkpoint)
-    google = checkpoint.layout == "google"
+    assign_weights(encoder_layer, checkpoint.config, _tensors(checkpoint),
+                   checkpoint.weights_file, google=checkpoint.layout == "google")
+
+
+def assign_weights(encoder_layer, config, tensors, where, google=False, optional=()):
+    """Assigns `tensors` ({Hugging Face name, or Google's with `google`: array getter}) to a
+    built `BertEncoder` layer; `where` names their file in errors. Weights under the prefixes
+    `optional` (e.g. "pooler") keep their initial values when absent."""
     prefix = encoder_layer.name + "/"
     variables = {v.name.split(":")[0].split(prefix, 1)[-1]: v for v in encoder_layer.weights}
     missing = []
-    for ours, hf, google_name, transpose in _names(checkpoint.config):
+    for ours, hf, google_name, transpose in _names(config):
         theirs = google_name if google else hf
         key = (theirs if theirs in tensors else None) if google else _lookup(tensors, theirs)
         if key is None:
-            missing.append(theirs)
+            if not ours.startswith(tuple(optional)):
+                missing.append(theirs)
             continue
         value = np.asarray(tensors[key](), dtype=np.float32)
         value = value.T if transpose and not google else value
         variable = variables[ours]
         if tuple(variable.shape) != value.shape:
             raise CheckpointError(
-                f"{checkpoint.weights_file}: {key} has shape {value.shape}, "
+                f"{where}: {key} has shape {value.shape}, "
                 f"expected {tuple(variable.shape)} from config.json")
         variable.assign(value)
     if missing:
         raise CheckpointError(
-            f"{checkpoint.weights_file}: missing {len(missing)} BERT weights, e.g. {missing[:3]}")
+            f"{where}: missing {len(missing)} BERT weights, e.g. {missing[:3]}")

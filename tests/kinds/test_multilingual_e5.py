@@ -1,0 +1,91 @@
+"""multilingual-e5-small (SentencePiece) through zoo's task kinds in-process: classification
+trains, exports and serves; tagging aligns words in several scripts; SQuAD's export and
+`--mode=predict` give the same answers and offsets on real XQuAD questions."""
+import json
+import os
+
+import pytest
+
+from tests.helpers import SHARED
+from tests.tweets import LABEL_MAP
+from zoo import serving
+from zoo.data import tagging
+from zoo.kinds import table
+from zoo.export import savedmodel
+from zoo.model import cores
+
+E5 = "multilingual_e5_small"
+XQUAD = os.path.join(SHARED, "data", "xquad")
+
+
+def test_classification_trains_exports_and_serves(e5_hub, tweets, tmp_path):
+    model_dir = str(tmp_path / "model")
+    table.run("classify", "train_and_eval", model_dir=model_dir, encoder_handle=E5,
+              train_file=tweets["train"], eval_file=tweets["dev"], text_column="tweet",
+              label_column="sentiment", id_column="id", label_map=LABEL_MAP,
+              train_batch_size=8, eval_batch_size=16, max_seq_length=32, max_train_steps=6,
+              export_dir=f"{model_dir}/export/1")
+    run = json.load(open(os.path.join(model_dir, "run.json")))
+    assert run["pooling"] == "mean"  # what E5 was trained for, from its build
+    texts = ["great loved", "Видео просто ужасное", "这部电影太无聊了"]
+    rows = serving.load(f"{model_dir}/export/1").predict(texts)
+    assert [sorted(r["probabilities"]) for r in rows] == [["negative", "neutral", "positive"]] * 3
+
+
+def test_tagging_export_aligns_words_in_several_scripts(e5_hub, tmp_path):
+    packer = cores.TextPacker(e5_hub + "/preprocessor", seq_length=24)
+    vocab = tagging.TagVocab(["O", "B-LOC", "I-LOC", "B-PER", "I-PER"])
+    path = str(tmp_path / "ner")
+    savedmodel.save(path, {"serving_default": savedmodel.TaggingServing(
+        cores.tagging_core(e5_hub + "/encoder", len(vocab)), tagging.TagWindower(packer, 24, 8),
+        vocab)})
+    texts = ["Иван живёт в Москве.", "Η Μαρία μένει στην Αθήνα.", "Ali yaskon fi Tounes, ya5i!",
+             "A long sentence " * 8 + "in Paris."]
+    for text, row in zip(texts, serving.load(path).predict(texts)):
+        words = [text[s:e] for s, e in zip(row["word_start"], row["word_end"])]
+        assert "".join(words) == text.replace(" ", "")
+        assert len(row["tags"]) == len(words)
+        for entity in row["entities"]:  # untrained: check the form only
+            assert text[entity["start"]:entity["end"]] == entity["text"]
+
+
+def _xquad_sample(path, out, paragraphs=4):
+    with open(path, encoding="utf-8") as f:
+        article = json.load(f)["data"][0]
+    out.write_text(json.dumps({"version": "1.1", "data": [
+        dict(article, paragraphs=article["paragraphs"][:paragraphs])]}), encoding="utf-8")
+    return [(qa["id"], qa["question"], p["context"]) for p in article["paragraphs"][:paragraphs]
+            for qa in p["qas"]]
+
+
+def test_squad_export_and_predict_agree_on_xquad(e5_hub, tmp_path):
+    source = os.path.join(XQUAD, "xquad.zh.json")  # no spaces between words
+    if not os.path.exists(source):
+        pytest.skip(f"{source} is not here (../shared/data is needed)")
+    path = tmp_path / "xquad.json"
+    rows = _xquad_sample(source, path)
+    model_dir = str(tmp_path / "model")
+    layout = dict(model_dir=model_dir, encoder_handle=E5, max_seq_length=96,
+                  max_query_length=32, doc_stride=32)
+    table.run("squad", "train", train_file=str(path), max_train_steps=2, train_batch_size=8,
+              export_dir=f"{model_dir}/export/1", **layout)
+    table.run("squad", "predict", predict_file=str(path), **layout)
+    predictions = json.load(open(os.path.join(model_dir, "predictions.json")))
+    nbest = json.load(open(os.path.join(model_dir, "nbest_predictions.json")))
+    assert len(rows) >= 20 and sorted(predictions) == sorted(i for i, _, _ in rows)
+    served = serving.load(f"{model_dir}/export/1").predict(
+        [dict(question=q, context=c) for _, q, c in rows])
+    assert [r["answer"] for r in served] == [predictions[i] for i, _, _ in rows]
+    assert [[r["start"], r["end"]] for r in served] == [
+        [nbest[i][0]["start"], nbest[i][0]["end"]] for i, _, _ in rows]
+    for (i, _, context), r in zip(rows, served):
+        assert context[r["start"]:r["end"]] == r["answer"] == nbest[i][0]["text"]
+
+
+def test_a_litert_export_is_refused_before_any_work(e5_hub, tweets, tmp_path):
+    from zoo.base.errors import UsageError  # pylint: disable=import-outside-toplevel
+    with pytest.raises(UsageError, match="has a SentencePiece vocabulary"):
+        table.run("classify", "train", model_dir=str(tmp_path / "m"), encoder_handle=E5,
+                  train_file=tweets["train"], text_column="tweet", label_column="sentiment",
+                  label_map=LABEL_MAP, export_format="litert", export_dir=str(tmp_path / "e"))
+    assert not os.path.exists(tmp_path / "m")
