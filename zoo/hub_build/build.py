@@ -208,14 +208,32 @@ def build(source, output_dir, do_lower_case=None, seed=0, overwrite=False):
 
 
 def _build_bert(source, staging, do_lower_case, seed):
-    """A WordPiece BERT's encoder and preprocessor in `staging`; its build info."""
+    """A BERT's (or XLM-R's) encoder and preprocessor in `staging`; its build info."""
     checkpoint, config, vocab_file, lower = source_checkpoint(source, do_lower_case)
     # the pooling the checkpoint was trained for; tiny (random weights) has only its pooler
     pooling = "cls" if checkpoint is None else ckpt.sentence_pooling(checkpoint.path)
+    info = dict(tokenizer="wordpiece", do_lower_case=lower, random_init=checkpoint is None,
+                pooling=pooling, config=config.__dict__)
+    if checkpoint is not None and checkpoint.tokenizer == "sentencepiece":
+        _save_sentencepiece(staging, sentencepiece_model.fairseq_model(vocab_file), config,
+                            lambda layer: ckpt.load_weights(layer, checkpoint), seed)
+        return dict(info, tokenizer="sentencepiece")
     save_encoder(os.path.join(staging, "encoder"), config, vocab_file, lower, checkpoint, seed)
     save_preprocessor(os.path.join(staging, "preprocessor"), vocab_file, lower)
-    return dict(tokenizer="wordpiece", do_lower_case=lower, random_init=checkpoint is None,
-                pooling=pooling, config=config.__dict__)
+    return info
+
+
+def _save_sentencepiece(staging, model, config, load, seed):
+    """The encoder (weights from `load`) and SentencePiece preprocessor of the serialized
+    SentencePiece `model` in `staging`."""
+    model_file = os.path.join(staging, "sentencepiece.model")
+    with open(model_file, "wb") as f:
+        f.write(model)
+    save_encoder(os.path.join(staging, "encoder"), config, None, False, seed=seed, load=load,
+                 sentencepiece_model=model_file)
+    tf.saved_model.save(SentencePiecePreprocessor(model_file),
+                        os.path.join(staging, "preprocessor"))
+    os.remove(model_file)  # each SavedModel keeps its own copy among its assets
 
 
 def _build_e5_small(staging, seed):
@@ -224,19 +242,13 @@ def _build_e5_small(staging, seed):
     for mean pooling."""
     path = e5_small_file()
     model = e5_file.read(path)
-    model_file = os.path.join(staging, "sentencepiece.model")
-    with open(model_file, "wb") as f:
-        f.write(sentencepiece_model.unigram_model(
-            model.pieces, model.scores, model.special_ids,
-            sentencepiece_model.charsmap(model.normalization)))
     tensors = {name: (lambda value=value: value) for name, value in model.tensors.items()}
-    save_encoder(os.path.join(staging, "encoder"), model.config, None, False, seed=seed,
-                 load=lambda layer: ckpt.assign_weights(layer, model.config, tensors, path,
-                                                        optional=("pooler",)),
-                 sentencepiece_model=model_file)
-    tf.saved_model.save(SentencePiecePreprocessor(model_file),
-                        os.path.join(staging, "preprocessor"))
-    os.remove(model_file)  # each SavedModel keeps its own copy among its assets
+    _save_sentencepiece(
+        staging, sentencepiece_model.unigram_model(
+            model.pieces, model.scores, model.special_ids,
+            sentencepiece_model.charsmap(model.normalization)),
+        model.config, lambda layer: ckpt.assign_weights(layer, model.config, tensors, path,
+                                                        optional=("pooler",)), seed)
     return dict(tokenizer="sentencepiece", do_lower_case=False, random_init=False,
                 pooling="mean", pooler="random: not in the source", input_prefixes=E5_PREFIXES,
                 weights_file=path, config=model.config.__dict__)

@@ -2,7 +2,11 @@
 
 Two layouts are read:
 - Hugging Face: `config.json`, `model.safetensors`, `vocab.txt` and usually
-  `tokenizer_config.json` (which says whether the vocabulary is lower-cased);
+  `tokenizer_config.json` (which says whether the vocabulary is lower-cased); or, for the XLM-R
+  family (model_type `xlm-roberta`, or a BERT such as multilingual-e5-small with XLM-R's
+  tokenizer), `sentencepiece.bpe.model` instead of `vocab.txt`. XLM-R's position embeddings
+  start after its padding id (`pad_token_id` + 1 rows that no position reads): they are dropped,
+  so positions count from 0 as BERT's do; its single token type is the one every input gets;
 - Google's original TF release (`uncased_L-12_H-768_A-12`, `multi_cased_L-12_H-768_A-12`, ...):
   `bert_config.json`, `vocab.txt` and the TF checkpoint `bert_model.ckpt.*`. Its "gelu" is the
   tanh approximation (Google's `modeling.gelu`); whether it is lower-cased comes from the folder
@@ -33,6 +37,11 @@ class Checkpoint:
     do_lower_case: bool
     weights_file: str  # model.safetensors, or the TF checkpoint's prefix (Google's layout)
     layout: str = "huggingface"  # or "google"
+    tokenizer: str = "wordpiece"  # or "sentencepiece": vocab_file is sentencepiece.bpe.model
+    position_offset: int = 0  # rows of the position embeddings before position 0 (XLM-R: 2)
+
+
+SENTENCEPIECE_FILE = "sentencepiece.bpe.model"
 
 
 def _read_json(path):
@@ -45,10 +54,13 @@ def _read_json(path):
 
 def _bert_config(path, raw):
     model_type = raw.get("model_type", "bert")
-    if model_type != "bert":
+    if model_type not in ("bert", "xlm-roberta"):
         raise CheckpointError(
             f"{path}: model_type is {model_type!r}; zoo-build-hub converts BERT checkpoints "
-            "(model_type 'bert') only")
+            "(model_type 'bert') and XLM-R ones ('xlm-roberta') only")
+    if model_type == "xlm-roberta":
+        raw = dict(raw, max_position_embeddings=raw.get("max_position_embeddings", 0)
+                   - position_offset(raw))
     position_type = raw.get("position_embedding_type", "absolute")
     if position_type != "absolute":
         raise CheckpointError(
@@ -63,6 +75,25 @@ def _bert_config(path, raw):
         return BertConfig(**{k: v for k, v in raw.items() if k in fields})
     except (TypeError, ValueError) as e:
         raise CheckpointError(f"{path}: {e}") from None
+
+
+def position_offset(raw_config):
+    """Rows of an XLM-R model's position embeddings before position 0 (0 for BERT)."""
+    if raw_config.get("model_type") != "xlm-roberta":
+        return 0
+    return raw_config.get("pad_token_id", 1) + 1
+
+
+def _sentencepiece_file(folder, config):
+    """The folder's `sentencepiece.bpe.model`, checked against the config's vocab_size."""
+    from zoo.hub_build import sentencepiece_model  # pylint: disable=import-outside-toplevel
+    path = os.path.join(folder, SENTENCEPIECE_FILE)
+    pieces = sentencepiece_model.fairseq_size(path)
+    if pieces > config.vocab_size:
+        raise CheckpointError(
+            f"{path}: {pieces} pieces with XLM-R's special tokens, but config.json says "
+            f"vocab_size {config.vocab_size}")
+    return path
 
 
 def _do_lower_case(folder, override, google=False):
@@ -84,7 +115,8 @@ def _do_lower_case(folder, override, google=False):
 def _vocab_file(folder, config, config_name="config.json"):
     vocab_file = os.path.join(folder, "vocab.txt")
     if not os.path.exists(vocab_file):
-        raise CheckpointError(f"{folder}: no vocab.txt (the WordPiece vocabulary is required)")
+        raise CheckpointError(f"{folder}: no vocab.txt (a WordPiece vocabulary) and no "
+                              f"{SENTENCEPIECE_FILE} (XLM-R's SentencePiece one)")
     with open(vocab_file, encoding="utf-8") as f:
         vocab_size = sum(1 for _ in f)
     if vocab_size != config.vocab_size:
@@ -138,16 +170,25 @@ def read_checkpoint(folder, do_lower_case=None) -> Checkpoint:
             return _read_google(folder, do_lower_case)
         raise CheckpointError(f"{folder}: no config.json (expected a Hugging Face BERT checkpoint) "
                               "and no bert_config.json (a Google BERT checkpoint)")
-    config = _bert_config(config_path, _read_json(config_path))
-    vocab_file = _vocab_file(folder, config)
+    raw = _read_json(config_path)
+    config = _bert_config(config_path, raw)
+    sentencepiece = not os.path.exists(os.path.join(folder, "vocab.txt")) and os.path.exists(
+        os.path.join(folder, SENTENCEPIECE_FILE))
+    if raw.get("model_type") == "xlm-roberta" and not sentencepiece:
+        raise CheckpointError(f"{folder}: an XLM-R checkpoint without {SENTENCEPIECE_FILE}")
+    vocab_file = (_sentencepiece_file(folder, config) if sentencepiece
+                  else _vocab_file(folder, config))
     weights_file = os.path.join(folder, "model.safetensors")
     if not os.path.exists(weights_file):
         hint = (" (pytorch_model.bin found: convert it to model.safetensors first)"
                 if os.path.exists(os.path.join(folder, "pytorch_model.bin")) else "")
         raise CheckpointError(f"{folder}: no model.safetensors weights{hint}")
     return Checkpoint(path=folder, config=config, vocab_file=vocab_file,
-                      do_lower_case=_do_lower_case(folder, do_lower_case),
-                      weights_file=weights_file)
+                      do_lower_case=False if sentencepiece else _do_lower_case(folder,
+                                                                                do_lower_case),
+                      weights_file=weights_file,
+                      tokenizer="sentencepiece" if sentencepiece else "wordpiece",
+                      position_offset=position_offset(raw))
 
 
 def _names(config: BertConfig):
@@ -189,7 +230,7 @@ def _names(config: BertConfig):
 
 def _lookup(tensors, name):
     """Finds an HF tensor under its plain name, a `bert.` prefix, or old gamma/beta names."""
-    candidates = [name, f"bert.{name}"]
+    candidates = [name, f"bert.{name}", f"roberta.{name}"]
     if name.endswith("LayerNorm.weight"):
         candidates += [c.replace("LayerNorm.weight", "LayerNorm.gamma") for c in candidates]
     if name.endswith("LayerNorm.bias"):
@@ -219,13 +260,18 @@ def _tensors(checkpoint):
 def load_weights(encoder_layer, checkpoint: Checkpoint):
     """Assigns the checkpoint's weights to a built `BertEncoder` layer."""
     assign_weights(encoder_layer, checkpoint.config, _tensors(checkpoint),
-                   checkpoint.weights_file, google=checkpoint.layout == "google")
+                   checkpoint.weights_file, google=checkpoint.layout == "google",
+                   position_offset=checkpoint.position_offset,
+                   # XLM-R's masked-LM checkpoints have no pooler
+                   optional=("pooler",) if checkpoint.tokenizer == "sentencepiece" else ())
 
 
-def assign_weights(encoder_layer, config, tensors, where, google=False, optional=()):
+def assign_weights(encoder_layer, config, tensors, where, google=False, optional=(),
+                   position_offset=0):
     """Assigns `tensors` ({Hugging Face name, or Google's with `google`: array getter}) to a
     built `BertEncoder` layer; `where` names their file in errors. Weights under the prefixes
-    `optional` (e.g. "pooler") keep their initial values when absent."""
+    `optional` (e.g. "pooler") keep their initial values when absent; the first
+    `position_offset` rows of the position embeddings are dropped."""
     prefix = encoder_layer.name + "/"
     variables = {v.name.split(":")[0].split(prefix, 1)[-1]: v for v in encoder_layer.weights}
     missing = []
@@ -238,6 +284,8 @@ def assign_weights(encoder_layer, config, tensors, where, google=False, optional
             continue
         value = np.asarray(tensors[key](), dtype=np.float32)
         value = value.T if transpose and not google else value
+        if ours == "embeddings/position_embeddings":
+            value = value[position_offset:]
         variable = variables[ours]
         if tuple(variable.shape) != value.shape:
             raise CheckpointError(

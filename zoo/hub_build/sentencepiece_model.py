@@ -75,3 +75,26 @@ def unigram_model(pieces, scores, special_ids, normalizer, control=("<mask>",)):
     else:
         model.normalizer_spec.CopyFrom(normalizer)
     return model.SerializeToString()
+
+
+def _read(path):
+    model = sp_pb.ModelProto()
+    with open(path, "rb") as f:
+        model.ParseFromString(f.read())
+    return model
+
+
+def fairseq_size(path):
+    """How many ids an XLM-R `sentencepiece.bpe.model` gives with fairseq's special tokens."""
+    return len(_read(path).pieces) + 2
+
+
+def fairseq_model(path):
+    """XLM-R's `sentencepiece.bpe.model` rewritten so SentencePiece gives Hugging Face's ids:
+    `<s>` 0, `<pad>` 1, `</s>` 2, `<unk>` 3, then the model's pieces after its own `<unk>`,
+    `<s>` and `</s>`, then `<mask>`; its normalization kept."""
+    source = _read(path)
+    pieces = ["<s>", "<pad>", "</s>", "<unk>"] + [p.piece for p in source.pieces[3:]] + ["<mask>"]
+    scores = [0.0] * 4 + [p.score for p in source.pieces[3:]] + [0.0]
+    special_ids = dict(bos=0, pad=1, eos=2, unk=3)
+    return unigram_model(pieces, scores, special_ids, source.normalizer_spec)
