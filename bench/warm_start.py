@@ -6,6 +6,8 @@ r"""Collects what bench/warm_start.sh left in runs/warm: one JSON line per compa
   a SQuAD v1.1 model: the null threshold each chose on its threshold articles, the official
   metrics at that threshold (and the best threshold on the held-out half, for reference only),
   their training, and the always-"no answer" floor.
+- `xquad`: XQuAD's English paragraphs split by article, the held-out half: exact match and F1
+  from the encoder, from the SQuAD v1.1 model, and of that model as it is.
 - `tweets`: the English tweets of XLM-T, from the encoder and from an SST-2 model, per seed:
   val and test macro F1 and accuracy; the SST-2 source's own dev accuracy.
 - `recipes`: the same tweets from the encoder with `--layer_decay=0.8` and `--reinit_layers=1`,
@@ -55,6 +57,21 @@ def _squad2():
                 always_no_answer=_json("squad2_floor.json"),
                 f1_gain=round(runs["from_squad_v11"]["held_out"]["f1"]
                               - runs["from_encoder"]["held_out"]["f1"], 2))
+
+
+def _xquad():
+    held_out = {start: _json(f"xquad_from_{start}", "held_out_eval.json")
+                for start in ("encoder", "squad_v11")}
+    if None in held_out.values():
+        return None
+    metrics = lambda r: {k: r[k] for k in ("exact_match", "f1", "total") if k in r}  # noqa: E731
+    runs = {f"from_{start}": dict(held_out=metrics(r), training=_training(f"xquad_from_{start}"))
+            for start, r in held_out.items()}
+    as_is = _json("xquad_v11_as_is.json")
+    return dict(run="xquad", split=_json("xquad_split.json"),
+                source=dict(training=_training("squad_v11")), **runs,
+                v11_model_as_is=metrics(as_is) if as_is else None,
+                f1_gain=round(held_out["squad_v11"]["f1"] - held_out["encoder"]["f1"], 2))
 
 
 def _tweets():
@@ -110,7 +127,7 @@ def _recipes():
 def main(argv):
     del argv
     where = machine()
-    for line in (_squad2(), _tweets(), _recipes()):
+    for line in (_squad2(), _xquad(), _tweets(), _recipes()):
         if line is not None:
             print(json.dumps(dict(line, machine=where)))
 

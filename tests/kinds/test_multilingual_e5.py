@@ -9,7 +9,7 @@ import pytest
 from tests.helpers import SHARED
 from tests.tweets import LABEL_MAP
 from zoo import serving
-from zoo.data import tagging
+from zoo.data import squad_windows, tagging
 from zoo.kinds import table
 from zoo.export import savedmodel
 from zoo.model import cores
@@ -89,3 +89,18 @@ def test_a_litert_export_is_refused_before_any_work(e5_hub, tweets, tmp_path):
                   train_file=tweets["train"], text_column="tweet", label_column="sentiment",
                   label_map=LABEL_MAP, export_format="litert", export_dir=str(tmp_path / "e"))
     assert not os.path.exists(tmp_path / "m")
+
+
+def test_squad_windows_are_packed_as_the_preprocessor_packs_pairs(e5_hub, tiny_hub):
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    assert cores.TextPacker(tiny_hub + "/preprocessor", 32).pair_separators == 2
+    packer = cores.TextPacker(e5_hub + "/preprocessor", 32)
+    assert (packer.pair_separators, packer.pair_types) == (3, False)
+    context = "Mary met John in Paris. " * 4
+    out = squad_windows.Windower(packer, 32, 8, 8)(tf.constant(["Who?"]), tf.constant([context]))
+    question = packer.tokens(tf.constant(["Who?"])).to_list()[0]
+    first = len(question) + 3  # <s> question </s></s>
+    assert out["input_word_ids"].numpy()[0, :first].tolist() == [0, *question, 2, 2]
+    assert not out["input_type_ids"].numpy().any()
+    assert out["char_start"].numpy()[0, first - 1] == -1
+    assert out["char_start"].numpy()[0, first] == 0 and out["char_end"].numpy()[0, first] > 0

@@ -29,10 +29,10 @@ QUESTIONS_PER_CALL = 32  # questions windowed by one call in the datasets
 WINDOW_SHUFFLE_BUFFER = 1024  # windows: mixes the windows of long contexts while training
 
 
-def no_room_message(seq_length, max_query_length):
+def no_room_message(seq_length, max_query_length, specials=3):
     return (f"max_seq_length {seq_length} leaves no room for the context after a question of "
-            f"max_query_length {max_query_length} tokens (and [CLS], [SEP], [SEP]): raise "
-            f"--max_seq_length above {max_query_length + 3} or lower --max_query_length")
+            f"max_query_length {max_query_length} tokens (and {specials} special tokens): raise "
+            f"--max_seq_length above {max_query_length + specials} or lower --max_query_length")
 
 
 def check_room(seq_length, max_query_length):
@@ -51,6 +51,10 @@ class Windower:
 
     def __init__(self, packer, seq_length=384, doc_stride=128, max_query_length=64):
         check_room(seq_length, max_query_length)
+        # special tokens of a window: [CLS] q [SEP] c [SEP], or XLM-R's <s> q </s></s> c </s>
+        self.specials = 1 + packer.pair_separators
+        if seq_length - max_query_length - self.specials < 1:
+            raise UsageError(no_room_message(seq_length, max_query_length, self.specials))
         self.packer = packer
         self.seq_length = seq_length
         self.doc_stride = doc_stride
@@ -74,7 +78,7 @@ class Windower:
 
     def _max_tokens(self, questions):
         """Context tokens per window after [CLS] question [SEP] ... [SEP]."""
-        return tf.cast(self.seq_length, tf.int64) - questions.row_lengths() - 3
+        return tf.cast(self.seq_length, tf.int64) - questions.row_lengths() - self.specials
 
     def __call__(self, question, context, answer_start=None, answer_end=None, offsets=True):
         """Windows of a batch of questions and contexts (strings `[batch]`).
@@ -94,16 +98,22 @@ class Windower:
                               self.doc_stride)
         example, first, length = spans["example"], spans["first"], spans["length"]
         token_index = tf.ragged.range(first, first + length)
+        segments = [tf.gather(q, example), tf.gather(ids.flat_values, token_index)]
+        if self.specials == 4:  # an empty segment between them: one more separator
+            segments.insert(1, tf.RaggedTensor.from_row_lengths(
+                tf.zeros([0], ids.dtype), tf.zeros_like(example)))
         combined, types = text.combine_segments(
-            [tf.gather(q, example), tf.gather(ids.flat_values, token_index)],
-            special["start_of_sequence_id"], special["end_of_segment_id"])
+            segments, special["start_of_sequence_id"], special["end_of_segment_id"])
+        if not self.packer.pair_types:
+            types = tf.zeros_like(types)
         word_ids, mask = text.pad_model_inputs(combined, seq, special["padding_id"])
         type_ids, _ = text.pad_model_inputs(types, seq, 0)
         result = dict(input_word_ids=tf.cast(word_ids, tf.int32),
                       input_mask=tf.cast(mask, tf.int32),
                       input_type_ids=tf.cast(type_ids, tf.int32),
                       example=example, window=spans["window"], windows=spans["windows"])
-        offset = tf.gather(q.row_lengths(), example) + 2  # position of the first context token
+        # position of the first context token
+        offset = tf.gather(q.row_lengths(), example) + self.specials - 1
         need_chars = offsets or answer_start is not None
         if need_chars:
             char_starts = self.packer.char_offsets(context, byte_starts).flat_values

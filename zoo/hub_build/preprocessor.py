@@ -34,8 +34,11 @@ def pack_inputs(segments, seq_length, special_tokens, double_separator=False):
     end = special_tokens["end_of_segment_id"]
     double = double_separator and len(segments) == 2
     trimmed = text.RoundRobinTrimmer(seq_length - len(segments) - 1 - double).trim(segments)
-    if double:  # the second segment starts with one more separator
-        trimmed = [trimmed[0], _prepend(trimmed[1], end)]
+    if double:  # an empty segment between the two: one more separator
+        first = trimmed[0]
+        empty = tf.RaggedTensor.from_row_lengths(
+            tf.zeros([0], first.dtype), tf.zeros([first.nrows()], tf.int64))
+        trimmed = [first, empty, trimmed[1]]
     ids, type_ids = text.combine_segments(
         trimmed, start_of_sequence_id=special_tokens["start_of_sequence_id"],
         end_of_segment_id=end)
@@ -47,19 +50,6 @@ def pack_inputs(segments, seq_length, special_tokens, double_separator=False):
     return dict(input_word_ids=tf.reshape(tf.cast(word_ids, tf.int32), shape),
                 input_mask=tf.reshape(tf.cast(mask, tf.int32), shape),
                 input_type_ids=tf.reshape(tf.cast(type_ids, tf.int32), shape))
-
-
-def _prepend(segment, token):
-    """`token` put before every row of a 2-D RaggedTensor (by a scatter: a ragged concat
-    would add run-time assertions to the graph)."""
-    rows = segment.value_rowids()
-    count = tf.size(segment.values, out_type=tf.int64)
-    positions = tf.concat([segment.row_starts() + tf.range(segment.nrows()),
-                           tf.range(count) + rows + 1], 0)
-    values = tf.concat([tf.fill([segment.nrows()], tf.constant(token, segment.dtype)),
-                        segment.values], 0)
-    values = tf.scatter_nd(positions[:, tf.newaxis], values, [count + segment.nrows()])
-    return tf.RaggedTensor.from_row_lengths(values, segment.row_lengths() + 1, validate=False)
 
 
 class Tokenize(tf.Module):

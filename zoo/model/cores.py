@@ -141,6 +141,17 @@ class TextPacker:
             self.preprocessor = zoo_hub.load_preprocessor(preprocessor_handle, on_tpu=on_tpu)
             self.special_tokens = {k: int(v) for k, v in
                                    self.preprocessor.tokenize.get_special_tokens_dict().items()}
+            self.pair_separators, self.pair_types = self._pair_format()
+
+    def _pair_format(self):
+        """How the preprocessor packs a pair: (separators, whether the second segment's token
+        type is 1). BERT's `[CLS] a [SEP] b [SEP]`: 2, True; XLM-R's `<s> a </s></s> b </s>`:
+        3, False."""
+        token = tf.ragged.constant([[self.special_tokens["padding_id"]]], dtype=tf.int32)
+        packed = self.preprocessor.bert_pack_inputs([token, token], seq_length=8)
+        ids = packed["input_word_ids"].numpy()[0]
+        return (int((ids == self.special_tokens["end_of_segment_id"]).sum()),
+                bool(packed["input_type_ids"].numpy().max() > 0))
 
     def __call__(self, *texts):
         segments = [self.preprocessor.tokenize(tf.reshape(t, [-1])) for t in texts]
@@ -175,8 +186,8 @@ class TextPacker:
         return tf.RaggedTensor.from_tensor(counted, lengths=byte_offsets.row_lengths())
 
     def token_counts(self, *texts):
-        """Tokens each row would take untrimmed, with [CLS] and one [SEP] per segment."""
-        counts = len(texts) + 1
+        """Tokens each row would take untrimmed, with the special tokens of its packing."""
+        counts = 2 if len(texts) == 1 else 1 + self.pair_separators
         for text in texts:
             counts += self.tokens(text).row_lengths()
         return counts

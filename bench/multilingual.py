@@ -1,0 +1,94 @@
+r"""Collects what bench/multilingual.sh left in runs/multilingual: one JSON line per comparison.
+
+  .venv/bin/python bench/multilingual.py [--runs=runs/multilingual] >> bench/results/multilingual.jsonl
+
+- `tweets`: per XLM-T language, multilingual-e5-small's val and test macro F1 trained on that
+  language, and the English model's on it (zero-shot; English: the same run).
+- `xquad`: exact match and F1 per XQuAD language of multilingual-e5-small trained on SQuAD v1.1.
+- `speed`: training examples/s of multilingual-e5-small and MiniLM on the English tweets (the
+  same flags), and the one-text latency of their exports called in turn.
+Comparisons whose runs are not there are left out.
+"""
+import glob
+import json
+import os
+
+from absl import app, flags
+
+from common import machine, result_json
+
+flags.DEFINE_string("runs", os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "runs", "multilingual"), "The folder bench/multilingual.sh "
+    "wrote to.")
+FLAGS = flags.FLAGS
+TIMING = ("wall_seconds", "steps", "examples_per_second", "steady_examples_per_second",
+          "precision", "max_seq_length", "batch_size", "train_examples", "train_questions",
+          "train_windows")
+
+
+def _json(*parts):
+    return result_json(os.path.join(FLAGS.runs, *parts))
+
+
+def _training(name):
+    timing = _json(name, "train_results.json") or {}
+    return {k: timing[k] for k in TIMING if k in timing}
+
+
+def _f1(result):
+    return None if result is None else round(result["f1_macro"], 4)
+
+
+def _tweets():
+    languages = sorted(os.path.basename(p)[len("tweets_"):] for p in
+                       glob.glob(os.path.join(FLAGS.runs, "tweets_*"))
+                       if os.path.isdir(p) and _json(os.path.basename(p), "test_eval.json"))
+    if not languages:
+        return None
+    rows = {}
+    for lang in languages:
+        rows[lang] = dict(val_f1_macro=_f1(_json(f"tweets_{lang}", "val_eval.json")),
+                          test_f1_macro=_f1(_json(f"tweets_{lang}", "test_eval.json")),
+                          training=_training(f"tweets_{lang}"))
+        if lang != "english":
+            rows[lang].update(zero_shot_val_f1_macro=_f1(_json(f"zero_shot_{lang}.val.json")),
+                              zero_shot_test_f1_macro=_f1(_json(f"zero_shot_{lang}.test.json")))
+    return dict(run="tweets", encoder="multilingual_e5_small", languages=rows)
+
+
+def _xquad():
+    results = {}
+    for path in sorted(glob.glob(os.path.join(FLAGS.runs, "xquad_*.json"))):
+        lang = os.path.basename(path)[len("xquad_"):-len(".json")]
+        result = result_json(path)
+        results[lang] = {k: round(result[k], 2) for k in ("exact_match", "f1")}
+    if not results:
+        return None
+    return dict(run="xquad", encoder="multilingual_e5_small", languages=results,
+                source=dict(training=_training("squad_v11")))
+
+
+def _speed():
+    latency = _json("latency.json")
+    e5, minilm = _training("tweets_english"), _training("minilm_tweets_english")
+    if not (latency and e5 and minilm):
+        return None
+    exports = latency["exports"]
+    return dict(run="speed", training=dict(multilingual_e5_small=e5, minilm=minilm),
+                training_ratio=round(e5["examples_per_second"] / minilm["examples_per_second"],
+                                     3),
+                latency=dict(minilm=exports["base"], multilingual_e5_small=exports["this"],
+                             p50_ratio_e5_over_minilm=latency["p50_ratio_this_over_base"],
+                             calls=latency["calls"]))
+
+
+def main(argv):
+    del argv
+    where = machine()
+    for line in (_tweets(), _xquad(), _speed()):
+        if line is not None:
+            print(json.dumps(dict(line, machine=where)))
+
+
+if __name__ == "__main__":
+    app.run(main)
