@@ -5,8 +5,9 @@ A handle given to zoo may be
 - a URL (`https://tfhub.dev/...`, `https://www.kaggle.com/models/...`, `gs://...`),
 - a local directory: a SavedModel, or a `zoo-build-hub` output holding `encoder/` and
   `preprocessor/`.
-Locally built names (`minilm_l6_h384_uncased`, `tiny`, `multilingual_e5_small`) are built on first use into the cache
-directory (`$ZOO_CACHE_DIR`, default `~/.cache/zoo`) and reused afterwards, with no network.
+Locally built names (`minilm_l6_h384_uncased`, `tiny`, `multilingual_e5_small`) are built on
+first use into the cache directory (`$ZOO_CACHE_DIR`, default `~/.cache/zoo`) and reused
+afterwards, with no network.
 """
 import contextlib
 import dataclasses
@@ -197,29 +198,29 @@ def _is_bert_encoder(loaded):
                for inputs, outputs in _signatures(loaded))
 
 
+def _build_info(encoder_handle):
+    """The zoo-build-hub build info of an encoder (a locally built name, its output folder or
+    the `encoder/` in it); {} for any other encoder (a URL, a SavedModel folder)."""
+    encoder = _resolve(encoder_handle, "encoder")
+    if encoder.startswith(URL_PREFIXES):
+        return {}
+    return hub_build.build_info(os.path.dirname(os.path.normpath(encoder))) or {}
+
+
 def default_pooling(encoder_handle):
     """The sentence vector an encoder was trained to give: "mean" or "cls".
 
-    A zoo-build-hub build (a locally built name, its output folder or the `encoder/` in it)
-    records it in its build info (`zoo.hub_build.checkpoint.sentence_pooling`: "mean" for
-    sentence-embedding checkpoints such as all-MiniLM-L6-v2); any other encoder (a tfhub.dev
-    BERT, a SavedModel folder) is "cls", its pooler on [CLS].
+    A zoo-build-hub build records it in its build info
+    (`zoo.hub_build.checkpoint.sentence_pooling`: "mean" for sentence-embedding checkpoints such as all-MiniLM-L6-v2); any other encoder (a
+    tfhub.dev BERT, a SavedModel folder) is "cls", its pooler on [CLS].
     """
-    encoder = _resolve(encoder_handle, "encoder")
-    if encoder.startswith(URL_PREFIXES):
-        return "cls"
-    info = hub_build.build_info(os.path.dirname(os.path.normpath(encoder))) or {}
-    return info.get("pooling", "cls")
+    return _build_info(encoder_handle).get("pooling", "cls")
 
 
 def tokenizer_kind(encoder_handle):
     """"sentencepiece" for an encoder zoo-build-hub built with a SentencePiece vocabulary
     (the XLM-R family), else "wordpiece" (every TF Hub BERT)."""
-    encoder = _resolve(encoder_handle, "encoder")
-    if encoder.startswith(URL_PREFIXES):
-        return "wordpiece"
-    info = hub_build.build_info(os.path.dirname(os.path.normpath(encoder))) or {}
-    return info.get("tokenizer", "wordpiece")
+    return _build_info(encoder_handle).get("tokenizer", "wordpiece")
 
 
 def encoder_layer(handle, trainable=True, on_tpu=False, name="encoder"):
