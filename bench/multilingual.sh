@@ -15,7 +15,8 @@
 # (training examples/s side by side), and the one-text latency of both exports called in turn
 # (bench/latency_ab.py --time_exports).
 # Model dirs and logs go to $RUNS (default runs/multilingual); a run whose results are there
-# already is not run again.
+# already is not run again. A finished run keeps its newest checkpoint only (a checkpoint of
+# multilingual-e5-small with its optimizer state is 1.4 GB, and a run writes three).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 D=${SHARED_DATA:-../shared/data}
@@ -31,6 +32,12 @@ log() { echo "+ $(date -u +%H:%M:%S) $*" >&2; }
 TWEETS=(--text_column=text --label_column=label --label_map=0:negative,1:neutral,2:positive
         --num_train_epochs="$EPOCHS")
 
+newest_only() {  # $1: a finished model dir
+  local c="$1/checkpoints" newest
+  newest=$(sed -n 's/^model_checkpoint_path: "\(.*\)"$/\1/p' "$c/checkpoint")
+  find "$c" -name 'ckpt-*' ! -name "$(basename "$newest").*" -delete
+}
+
 tweets_run() {  # $1: model dir name, $2: language, $3: encoder; the English runs export
   local dir="$R/$1" data="$D/xlmt_sentiment/$2" export=()
   [ -f "$dir/test_eval.json" ] && return
@@ -40,9 +47,10 @@ tweets_run() {  # $1: model dir name, $2: language, $3: encoder; the English run
     --mode=train_and_eval --train_file="$data/train.csv" --eval_file="$data/val.csv" \
     --model_dir="$dir" > "$dir.log" 2>&1
   cp "$dir/eval_results.json" "$dir/val_eval.json"
-  $PY -m tasks.classify.train "${TWEETS[@]}" --mode=eval --eval_file="$data/test.csv" \
-    --model_dir="$dir" > "$dir.test.log" 2>&1
+  $PY -m tasks.classify.train "${TWEETS[@]}" --encoder_handle="$3" --mode=eval \
+    --eval_file="$data/test.csv" --model_dir="$dir" > "$dir.test.log" 2>&1
   cp "$dir/eval_results.json" "$dir/test_eval.json"
+  newest_only "$dir"
 }
 
 tweets() {
@@ -55,7 +63,8 @@ tweets() {
     [ -f "$out" ] && continue
     log "zero-shot, english -> $lang"
     for split in val test; do
-      $PY -m tasks.classify.train "${TWEETS[@]}" --mode=eval --model_dir="$R/tweets_english" \
+      $PY -m tasks.classify.train "${TWEETS[@]}" --encoder_handle="$E5" --mode=eval \
+        --model_dir="$R/tweets_english" \
         --eval_file="$D/xlmt_sentiment/$lang/$split.csv" > "$R/zero_shot_$lang.$split.log" 2>&1
       cp "$R/tweets_english/eval_results.json" "$R/zero_shot_$lang.$split.json"
     done
@@ -71,6 +80,7 @@ xquad() {
       --train_file="$D/squad_v1/train-v1.1-explorer.json" --num_train_epochs=1 \
       --max_train_questions="$V11_QUESTIONS" --learning_rate=1e-4 --model_dir="$dir" \
       > "$dir.log" 2>&1
+    newest_only "$dir"
   fi
   for file in "$D/xquad_en/xquad.en.json" "$D"/xquad/xquad.*.json; do
     local lang
@@ -78,7 +88,8 @@ xquad() {
     lang=${lang#xquad.}
     [ -f "$R/xquad_$lang.json" ] && continue
     log "XQuAD $lang"
-    $PY -m tasks.squad.train --max_seq_length="$SEQ" --mode=eval --eval_file="$file" \
+    $PY -m tasks.squad.train --encoder_handle="$E5" --max_seq_length="$SEQ" --mode=eval \
+      --eval_file="$file" \
       --model_dir="$dir" > "$R/xquad_$lang.log" 2>&1
     cp "$dir/eval_results.json" "$R/xquad_$lang.json"
   done
