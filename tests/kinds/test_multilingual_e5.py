@@ -1,6 +1,9 @@
-"""multilingual-e5-small (SentencePiece) through zoo's task kinds in-process: classification
-trains, exports and serves; tagging aligns words in several scripts; SQuAD's export and
-`--mode=predict` give the same answers and offsets on real XQuAD questions."""
+"""multilingual-e5-small (SentencePiece) through zoo's task kinds in-process: classification,
+regression on text pairs and multi-label train, evaluate, export and serve in one multi-task run
+(one encoder checkpointed and exported once for the three); tagging aligns words in several
+scripts; SQuAD's export and `--mode=predict` give the same answers and offsets on real XQuAD
+questions."""
+import csv
 import json
 import os
 
@@ -10,26 +13,56 @@ from tests.helpers import SHARED
 from tests.tweets import LABEL_MAP
 from zoo import serving
 from zoo.data import squad_windows, tagging
-from zoo.kinds import table
+from zoo.kinds import multitask, table
 from zoo.export import savedmodel
 from zoo.model import cores
+from zoo.run import runner
 
 E5 = "multilingual_e5_small"
 XQUAD = os.path.join(SHARED, "data", "xquad")
+PAIRS = [("Le chat dort.", "Un chat dort.", 4.5), ("Собака бежит.", "Собака идёт.", 3.0),
+         ("我喜欢音乐。", "今天下雨了。", 0.5), ("Il pleut.", "It is raining.", 4.0),
+         ("Η θάλασσα είναι ήρεμη.", "Ο ουρανός είναι μπλε.", 1.0), ("Good film.", "Bad film.", 2.0)]
+EMOTIONS = [("Je suis si heureux aujourd'hui", "joy"), ("Это ужасно и страшно", "fear,sadness"),
+            ("我很生气！", "anger"), ("Qué alegría y qué miedo", "joy,fear"),
+            ("Θυμώνω πολύ", "anger"), ("Sad news today", "sadness")]
 
 
-def test_classification_trains_exports_and_serves(e5_hub, tweets, tmp_path):
+def _csv(path, header, rows):
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        csv.writer(f, lineterminator="\n").writerows([header, *rows])
+    return str(path)
+
+
+def test_classification_regression_and_multi_label_share_one_multi_task_export(
+        e5_hub, tweets, tmp_path):
+    pairs = _csv(tmp_path / "pairs.csv", ["a", "b", "score"], PAIRS * 3)
+    emotions = _csv(tmp_path / "emotions.csv", ["text", "labels"], EMOTIONS * 3)
+    specs = dict(tweets=dict(kind="classify", train_file=tweets["train"],
+                             eval_file=tweets["dev"], text_column="tweet",
+                             label_column="sentiment", id_column="id", label_map=LABEL_MAP),
+                 similarity=dict(kind="regression", train_file=pairs, eval_file=pairs,
+                                 text_column="a", text_b_column="b", label_column="score",
+                                 score_range="0,5"),
+                 emotions=dict(kind="multi_label", train_file=emotions, eval_file=emotions,
+                               label_column="labels"))
     model_dir = str(tmp_path / "model")
-    table.run("classify", "train_and_eval", model_dir=model_dir, encoder_handle=E5,
-              train_file=tweets["train"], eval_file=tweets["dev"], text_column="tweet",
-              label_column="sentiment", id_column="id", label_map=LABEL_MAP,
-              train_batch_size=8, eval_batch_size=16, max_seq_length=32, max_train_steps=6,
-              export_dir=f"{model_dir}/export/1")
-    run = json.load(open(os.path.join(model_dir, "run.json")))
-    assert run["pooling"] == "mean"  # what E5 was trained for, from its build
-    texts = ["great loved", "Видео просто ужасное", "这部电影太无聊了"]
-    rows = serving.load(f"{model_dir}/export/1").predict(texts)
+    runner.run("train_and_eval", multitask.MultiTask, multitask.Settings(
+        model_dir=model_dir, tasks=specs, encoder_handle=E5, train_batch_size=6,
+        eval_batch_size=8, max_seq_length=32, max_train_steps=4,
+        export_dir=f"{model_dir}/export/1"), None)
+    results = json.load(open(os.path.join(model_dir, "eval_results.json")))
+    assert {"tweets/f1_macro", "similarity/pearson", "emotions/f1_micro"} <= set(results)
+    run = json.load(open(os.path.join(model_dir, "run.json")))  # what E5 was trained for
+    assert run["pooling"] == {"tweets": "mean", "similarity": "mean", "emotions": "mean"}
+    export = f"{model_dir}/export/1"
+    rows = serving.load(export).predict(["great loved", "Видео просто ужасное", "这部电影太无聊了"])
     assert [sorted(r["probabilities"]) for r in rows] == [["negative", "neutral", "positive"]] * 3
+    scores = serving.load(export, signature="similarity").predict([p[:2] for p in PAIRS])
+    assert all(0 <= row["score"] <= 5 for row in scores), scores
+    rows = serving.load(export, signature="emotions").predict([e[0] for e in EMOTIONS])
+    assert [sorted(r["probabilities"]) for r in rows] == [
+        ["anger", "fear", "joy", "sadness"]] * len(EMOTIONS), rows
 
 
 def test_tagging_export_aligns_words_in_several_scripts(e5_hub, tmp_path):

@@ -248,7 +248,8 @@ class Classification(LabelledRows):
                                     labels=self.labels, dynamic_padding=self.dynamic_padding)
         outputs, targets = [], []
         for batch_outputs, batch_targets in self.run.infer(
-                lambda b: (core(b[0], training=False), b[1]), ds, "eval", "ex", data_check.kept):
+                lambda b: (core(b[0], training=False), b[1]), ds, "eval", "ex", data_check.kept,
+                key=(core, "classification.eval")):
             outputs.append(batch_outputs)
             targets.append(batch_targets)
         outputs, targets = np.concatenate(outputs), np.concatenate(targets)

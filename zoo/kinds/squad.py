@@ -35,6 +35,8 @@ from zoo.run import runner
 from zoo.run.settings import RunSettings
 
 OUTPUTS = "start_end_logits"  # in MODEL_DIR/run.json
+# A question's candidates from all its windows, merged: traced once for the process.
+MERGE = tf.function(spans.merge_candidates, reduce_retracing=True)
 
 
 @dataclasses.dataclass
@@ -171,11 +173,11 @@ class Squad(runner.Task):
             return dict(found, null_score=null_score, index=meta["index"],
                         windows=meta["windows"])
 
-        merge = tf.function(spans.merge_candidates, reduce_retracing=True)
-        batches = self.run.infer(candidates, ds, description, "window")
+        batches = self.run.infer(candidates, ds, description, "window",
+                                 key=(core, "squad.candidates"))
         for ready, bounds in windows.complete_groups(batches):
             example = np.repeat(np.arange(len(bounds)), [end - first for first, end in bounds])
-            merged = merge({k: ready[k] for k in spans.FIELDS}, ready["null_score"], example,
+            merged = MERGE({k: ready[k] for k in spans.FIELDS}, ready["null_score"], example,
                            tf.constant(len(bounds), tf.int64), s.n_best_size)
             merged = {k: v.numpy() for k, v in merged.items()}
             for row, (first, _) in enumerate(bounds):

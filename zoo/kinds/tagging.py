@@ -147,7 +147,7 @@ class Tagging(LabelledRows):
         next_index, done = 0, {}
         # a token that gives no word is in no window: tagged O (the export has no word there)
         outside = self.labels.tags.index("O")
-        batches = self.run.infer(tag, ds, description, "window")
+        batches = self.run.infer(tag, ds, description, "window", key=(core, "tagging.tag"))
         for ready, bounds in windows.complete_groups(batches):
             for first, end in bounds:
                 index = int(ready["index"][first])

@@ -53,6 +53,7 @@ class Run:
         self.strategy = strategy
         self.compute = compute
         self._handles = self._packer = None
+        self._compiled = {}  # (key...) -> tf.function, see `infer`
         self.warm_source = None  # the `zoo.training.warm_start.Source` training starts from
 
     @property
@@ -80,9 +81,20 @@ class Run:
     def on_tpu(self):
         return distribute.is_tpu(self.strategy)
 
-    def infer(self, fn, dataset, description, unit, total=None):
+    def infer(self, fn, dataset, description, unit, total=None, key=None):
         """`fn(batch)` as NumPy for every batch of `dataset` in order, on every replica, with a
-        progress bar (`zoo.training.distribute.map_batches`)."""
+        progress bar (`zoo.training.distribute.map_batches`).
+
+        With a `key` (a tuple naming the model and what `fn` does with it, e.g. `(core,
+        "tagging.tag")`), `fn` is compiled the first time and the same compiled function serves
+        every later call with that key: the evaluation after each epoch traces the model once
+        in a run, not once per epoch. `fn` must then depend only on what the key names and on
+        the run's settings.
+        """
+        if key is not None:
+            if key not in self._compiled:
+                self._compiled[key] = distribute.compiled(self.strategy, fn)
+            fn = self._compiled[key]
         return distribute.map_batches(self.strategy, fn, dataset, self.settings.eval_batch_size,
                                       progress=(description, unit, total))
 

@@ -161,11 +161,23 @@ def map_batches(strategy, fn, dataset, batch_size, progress=None):
             yield outputs
 
 
-def _map_batches(strategy, fn, dataset, batch_size):
-    local = (strategy.num_replicas_in_sync == 1 and not is_tpu(strategy)) or isinstance(
+def _local(strategy):
+    """Whether `map_batches` runs a plain loop in this process (see there)."""
+    return (strategy.num_replicas_in_sync == 1 and not is_tpu(strategy)) or isinstance(
         strategy, tf.distribute.MultiWorkerMirroredStrategy)
-    if local:
-        step = tf.function(fn, reduce_retracing=True)
+
+
+def compiled(strategy, fn):
+    """`fn` as `map_batches` would compile it, to be passed to it again and again (each call
+    of `map_batches` with a plain function traces it anew). Under mirrored and TPU strategies
+    `fn` runs per replica inside `map_batches`' own step, and is returned as it is."""
+    return tf.function(fn, reduce_retracing=True) if _local(strategy) else fn
+
+
+def _map_batches(strategy, fn, dataset, batch_size):
+    if _local(strategy):
+        step = fn if isinstance(fn, tf.types.experimental.PolymorphicFunction) else \
+            tf.function(fn, reduce_retracing=True)
         for batch in dataset:
             yield tf.nest.map_structure(lambda t: t.numpy(), step(batch))
         return
