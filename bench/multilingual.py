@@ -5,8 +5,10 @@ r"""Collects what bench/multilingual.sh left in runs/multilingual: one JSON line
 - `tweets`: per XLM-T language, multilingual-e5-small's val and test macro F1 trained on that
   language, and the English model's on it (zero-shot; English: the same run).
 - `xquad`: exact match and F1 per XQuAD language of multilingual-e5-small trained on SQuAD v1.1.
-- `speed`: training examples/s of multilingual-e5-small and MiniLM on the English tweets (the
-  same flags), and the one-text latency of their exports called in turn.
+- `speed`: the one-text latency of the English tweet models' exports (multilingual-e5-small and
+  MiniLM) called in turn, with each tweet run's training figures beside it (separate runs: the
+  like-for-like training speed is `bench/encoder_speed.py`'s line, which this copies when
+  present).
 Comparisons whose runs are not there are left out.
 """
 import glob
@@ -74,9 +76,7 @@ def _speed():
     if not (latency and e5 and minilm):
         return None
     exports = latency["exports"]
-    return dict(run="speed", training=dict(multilingual_e5_small=e5, minilm=minilm),
-                training_ratio=round(e5["examples_per_second"] / minilm["examples_per_second"],
-                                     3),
+    return dict(run="speed", tweet_runs=dict(multilingual_e5_small=e5, minilm=minilm),
                 latency=dict(minilm=exports["base"], multilingual_e5_small=exports["this"],
                              p50_ratio_e5_over_minilm=latency["p50_ratio_this_over_base"],
                              calls=latency["calls"]))
@@ -85,7 +85,7 @@ def _speed():
 def main(argv):
     del argv
     where = machine()
-    for line in (_tweets(), _xquad(), _speed()):
+    for line in (_tweets(), _xquad(), _speed(), _json("encoder_speed.json")):
         if line is not None:
             print(json.dumps(dict(line, machine=where)))
 

@@ -11,8 +11,9 @@
 # other language (zero-shot transfer).
 # xquad: multilingual-e5-small trained on the first $V11_QUESTIONS questions of SQuAD v1.1 train
 # (1 epoch, windows of $SEQ), evaluated on XQuAD English and every XQuAD language here.
-# speed: MiniLM trained on the English tweets with the same flags as tweets' English run
-# (training examples/s side by side), and the one-text latency of both exports called in turn
+# speed: the training step of both encoders on the same batches, taken in turn
+# (bench/encoder_speed.py), and MiniLM trained on the English tweets with the same flags as
+# tweets' English run, for the one-text latency of both exports called in turn
 # (bench/latency_ab.py --time_exports).
 # Model dirs and logs go to $RUNS (default runs/multilingual); a run whose results are there
 # already is not run again. A finished run keeps its newest checkpoint only (a checkpoint of
@@ -98,6 +99,10 @@ xquad() {
 speed() {
   tweets_run tweets_english english "$E5"
   tweets_run minilm_tweets_english english minilm_l6_h384_uncased
+  if [ ! -s "$R/encoder_speed.json" ]; then
+    log "training step, MiniLM and multilingual-e5-small in turn"
+    $PY bench/encoder_speed.py > "$R/encoder_speed.json" 2> "$R/encoder_speed.log"
+  fi
   log "one-text latency, MiniLM (base) and multilingual-e5-small (this)"
   $PY bench/latency_ab.py --time_exports="$R/minilm_tweets_english/export/1,$R/tweets_english/export/1" \
     > "$R/latency.json" 2> "$R/latency.log"
