@@ -101,10 +101,12 @@ speed() {
   tweets_run minilm_tweets_english english minilm_l6_h384_uncased
   if [ ! -s "$R/encoder_speed.json" ]; then
     log "training step, MiniLM and multilingual-e5-small in turn"
-    $PY bench/encoder_speed.py > "$R/encoder_speed.json" 2> "$R/encoder_speed.log"
+    $PY bench/encoder_speed.py --data_dir="$D/mrpc" > "$R/encoder_speed.json" \
+      2> "$R/encoder_speed.log"
   fi
   log "one-text latency, MiniLM (base) and multilingual-e5-small (this)"
-  $PY bench/latency_ab.py --time_exports="$R/minilm_tweets_english/export/1,$R/tweets_english/export/1" \
+  $PY bench/latency_ab.py --data_dir="$D/sst2" \
+    --time_exports="$R/minilm_tweets_english/export/1,$R/tweets_english/export/1" \
     > "$R/latency.json" 2> "$R/latency.log"
 }
 
