@@ -87,7 +87,7 @@ def main(argv):
     where = machine()
     for line in (_tweets(), _xquad(), _speed(), _json("encoder_speed.json")):
         if line is not None:
-            print(json.dumps(dict(line, machine=where)))
+            print(json.dumps({"machine": where, **line}))  # a script's own line keeps its own
 
 
 if __name__ == "__main__":

@@ -65,8 +65,8 @@ tweets() {
     log "zero-shot, english -> $lang"
     for split in val test; do
       $PY -m tasks.classify.train "${TWEETS[@]}" --encoder_handle="$E5" --mode=eval \
-        --model_dir="$R/tweets_english" \
-        --eval_file="$D/xlmt_sentiment/$lang/$split.csv" > "$R/zero_shot_$lang.$split.log" 2>&1
+        --model_dir="$R/tweets_english" --eval_file="$D/xlmt_sentiment/$lang/$split.csv" \
+        > "$R/zero_shot_$lang.$split.log" 2>&1
       cp "$R/tweets_english/eval_results.json" "$R/zero_shot_$lang.$split.json"
     done
     touch "$out"
@@ -90,8 +90,7 @@ xquad() {
     [ -f "$R/xquad_$lang.json" ] && continue
     log "XQuAD $lang"
     $PY -m tasks.squad.train --encoder_handle="$E5" --max_seq_length="$SEQ" --mode=eval \
-      --eval_file="$file" \
-      --model_dir="$dir" > "$R/xquad_$lang.log" 2>&1
+      --eval_file="$file" --model_dir="$dir" > "$R/xquad_$lang.log" 2>&1
     cp "$dir/eval_results.json" "$R/xquad_$lang.json"
   done
 }

@@ -211,8 +211,9 @@ def default_pooling(encoder_handle):
     """The sentence vector an encoder was trained to give: "mean" or "cls".
 
     A zoo-build-hub build records it in its build info
-    (`zoo.hub_build.checkpoint.sentence_pooling`: "mean" for sentence-embedding checkpoints such as all-MiniLM-L6-v2); any other encoder (a
-    tfhub.dev BERT, a SavedModel folder) is "cls", its pooler on [CLS].
+    (`zoo.hub_build.checkpoint.sentence_pooling`: "mean" for sentence-embedding checkpoints
+    such as all-MiniLM-L6-v2); any other encoder (a tfhub.dev BERT, a SavedModel folder) is
+    "cls", its pooler on [CLS].
     """
     return _build_info(encoder_handle).get("pooling", "cls")
 

@@ -87,9 +87,10 @@ class Run:
 
         With a `key` (a tuple naming the model and what `fn` does with it, e.g. `(core,
         "tagging.tag")`), `fn` is compiled the first time and the same compiled function serves
-        every later call with that key: the evaluation after each epoch traces the model once
-        in a run, not once per epoch. `fn` must then depend only on what the key names and on
-        the run's settings.
+        every later call with that key: on one device (or per worker) the evaluation after each
+        epoch traces the model once in a run, not once per epoch (under mirrored and TPU
+        strategies `map_batches` still builds its replica step per call). `fn` must then depend
+        only on what the key names and on the run's settings.
         """
         if key is not None:
             if key not in self._compiled:

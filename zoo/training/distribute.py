@@ -170,14 +170,16 @@ def _local(strategy):
 def compiled(strategy, fn):
     """`fn` as `map_batches` would compile it, to be passed to it again and again (each call
     of `map_batches` with a plain function traces it anew). Under mirrored and TPU strategies
-    `fn` runs per replica inside `map_batches`' own step, and is returned as it is."""
-    return tf.function(fn, reduce_retracing=True) if _local(strategy) else fn
+    `fn` runs per replica inside `map_batches`' own step, and is returned as it is; so is a
+    function already compiled."""
+    if not _local(strategy) or isinstance(fn, tf.types.experimental.PolymorphicFunction):
+        return fn
+    return tf.function(fn, reduce_retracing=True)
 
 
 def _map_batches(strategy, fn, dataset, batch_size):
     if _local(strategy):
-        step = fn if isinstance(fn, tf.types.experimental.PolymorphicFunction) else \
-            tf.function(fn, reduce_retracing=True)
+        step = compiled(strategy, fn)
         for batch in dataset:
             yield tf.nest.map_structure(lambda t: t.numpy(), step(batch))
         return
