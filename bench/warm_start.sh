@@ -28,6 +28,8 @@ PY=.venv/bin/python
 R=${RUNS:-runs/warm}
 V11_QUESTIONS=${V11_QUESTIONS:-6000}
 SQUAD2_EPOCHS=${SQUAD2_EPOCHS:-1}
+SQUAD2_LR=${SQUAD2_LR:-1e-4}
+SQUAD2_STARTS=${SQUAD2_STARTS:-"encoder squad_v11"}
 SEQ=${SEQ:-256}  # SQuAD windows (384 trains about 1.6x slower)
 XQUAD_EPOCHS=${XQUAD_EPOCHS:-2}
 SST2_ROWS=${SST2_ROWS:-10000}
@@ -52,16 +54,19 @@ squad2() {
   $PY bench/squad2_dev_split.py --dev_file="$R/split/train.json" --eval_every=4 \
     --out_dir="$R/split_train" > "$R/split_train.json"
   v11
-  for start in encoder squad_v11; do
+  for start in $SQUAD2_STARTS; do
     local dir="$R/squad2_from_$start" init=()
     [ -f "$dir/held_out_eval.json" ] && continue
     [ "$start" = squad_v11 ] && init=(--init_from="$R/squad_v11")
     log "SQuAD 2.0 from $start"
     $PY -m tasks.squad.train --version_2_with_negative --max_seq_length="$SEQ" "${init[@]}" \
-      --mode=train_and_eval \
+      --mode=train_and_eval --keep_best=best_f1 \
       --train_file="$R/split_train/train.json" --eval_file="$R/split_train/eval.json" \
-      --num_train_epochs="$SQUAD2_EPOCHS" --learning_rate=1e-4 --model_dir="$dir" \
+      --num_train_epochs="$SQUAD2_EPOCHS" --learning_rate="$SQUAD2_LR" --model_dir="$dir" \
       > "$dir.log" 2>&1
+    # the kept (best) epoch's evaluation on the threshold articles gives the threshold
+    $PY -m tasks.squad.train --version_2_with_negative --max_seq_length="$SEQ" --mode=eval \
+      --eval_file="$R/split_train/eval.json" --model_dir="$dir" > "$dir.threshold.log" 2>&1
     cp "$dir/eval_results.json" "$dir/threshold_eval.json"
     $PY -m tasks.squad.train --version_2_with_negative --max_seq_length="$SEQ" --mode=eval \
       --eval_file="$R/split/eval.json" --model_dir="$dir" \
