@@ -1,4 +1,5 @@
 """Shared fixtures: a private model cache and Hub-format models built once per test session."""
+import json
 import os
 
 import pytest
@@ -56,21 +57,20 @@ def tweets(tmp_path_factory):
     return tweet_files(tmp_path_factory.mktemp("tweets"))
 
 
-# Files that train models through the command line, or several processes, take most of the
-# suite's time. `--dist loadfile` hands files to the two workers in the order they are
-# collected: these go first, so that the short unit-test files fill in at the end instead of
-# one worker finishing a long file alone.
-LONG_FIRST = ("tests/tasks/test_squad2.py", "tests/tasks/test_multitask.py",
-              "tests/training/test_distribute.py", "tests/tasks/",
-              "tests/training/test_warm_start.py", "tests/kinds/", "tests/hub_build/test_e5.py",
-              "tests/batch/",
-              "tests/export/test_explain.py", "tests/export/test_litert.py",
-              "tests/export/test_conformance.py")
+# `--dist loadfile` hands files to the two workers in the order given here: the longest first
+# (seconds measured, `tests/file_seconds.json`; a file not measured yet counts as long), so
+# that short files fill in at the end instead of one worker finishing a long file alone.
+SECONDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "file_seconds.json")
+
+
+def pytest_configure(config):
+    # pytest-xdist would otherwise reorder the files by their number of tests, undoing this order
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(items):
-    def rank(item):
-        path = item.nodeid.split("::")[0]
-        return next((i for i, prefix in enumerate(LONG_FIRST) if path.startswith(prefix)),
-                    len(LONG_FIRST))
-    items.sort(key=rank)  # stable: the order within a file and a group is kept
+    with open(SECONDS, encoding="utf-8") as f:
+        seconds = json.load(f)
+    # stable: the order of the tests within a file is kept
+    items.sort(key=lambda item: -seconds.get(item.nodeid.split("::")[0], float("inf")))

@@ -1,6 +1,8 @@
 """Plain helpers for the tests (fixtures live in conftest.py)."""
 import collections
+import contextlib
 import glob
+import io
 import os
 import subprocess
 import sys
@@ -23,6 +25,44 @@ def run_module(module, *args, env=None, timeout=600):
     """Runs `python -m module args` from the project root; returns the CompletedProcess."""
     return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def forget_task_flags():
+    """Undefines the flags of zoo's task CLIs and forgets their modules, so that the next
+    command in this process defines them afresh (absl flags are global to a process)."""
+    from absl import flags  # pylint: disable=import-outside-toplevel
+
+    for name in list(flags.FLAGS):
+        module = flags.FLAGS.find_module_defining_flag(name)
+        if module and module.startswith("zoo.cli") and name in flags.FLAGS:
+            delattr(flags.FLAGS, name)
+    for module in [m for m in sys.modules if m.startswith("zoo.cli.")]:
+        if module not in ("zoo.cli.main", "zoo.cli.quiet", "zoo.cli.common"):
+            del sys.modules[module]
+
+
+def run_inline(module, *args):
+    """`python -m tasks.<task>.train args` (`module`) run in this process as the command line
+    runs it (flags defined afresh and parsed, the same `main`), for tests whose point is not a
+    fresh process: no TensorFlow import and start-up to pay again. Returns a CompletedProcess:
+    exit status 0, or 1 with the run's `error:` line at the end of stderr, and what it printed.
+    An exception the command line does not turn into an error line (a bug) is raised."""
+    from zoo.cli import main  # pylint: disable=import-outside-toplevel
+
+    task = module.split(".")[1]
+    forget_task_flags()
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main.task_main(task, list(args))
+            status = 0
+        except SystemExit as e:
+            status = e.code
+    if isinstance(status, str):  # as Python prints an uncaught SystemExit's message
+        err.write(status + "\n")
+        status = 1
+    return subprocess.CompletedProcess([module, *args], status or 0, out.getvalue(),
+                                       err.getvalue())
 
 
 def profiled_ops(logdir, fn, *args, runs=3):

@@ -8,9 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from absl import flags
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, forget_task_flags
 from tests.tweets import LABEL_MAP, write_csv
 from zoo.cli import main
 
@@ -18,21 +17,9 @@ COMMON = ("--encoder_handle=tiny", "--text_column=tweet", "--label_column=sentim
           "--train_batch_size=8", "--max_seq_length=32", f"--label_map={LABEL_MAP}")
 
 
-def _forget_task_flags():
-    """Undefines the flags of zoo's task CLIs and forgets their modules, so that the next
-    command defines them afresh (absl flags are global to a process)."""
-    for name in list(flags.FLAGS):
-        module = flags.FLAGS.find_module_defining_flag(name)
-        if module and module.startswith("zoo.cli") and name in flags.FLAGS:
-            delattr(flags.FLAGS, name)
-    for module in [m for m in sys.modules if m.startswith("zoo.cli.")]:
-        if module not in ("zoo.cli.main", "zoo.cli.quiet", "zoo.cli.common"):
-            del sys.modules[module]
-
-
 def zoo_cli(capsys, *argv):
     """`zoo ARGV` in this process: (the exit message, or None for success; stdout; stderr)."""
-    _forget_task_flags()
+    forget_task_flags()
     try:
         main.run(list(argv))
         code = None

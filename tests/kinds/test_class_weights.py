@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from tests.helpers import run_module
+from tests.helpers import run_inline
 from zoo.base.errors import UsageError
 from zoo.kinds import table
 
@@ -67,7 +67,7 @@ def test_weights_from_a_file_and_flags_of_another_task_type(data, tiny_hub, tmp_
     weights.write_text(json.dumps({"unheard": 2}))
     with pytest.raises(UsageError, match=f"{weights}: unknown label 'unheard'"):
         _train(data, tmp_path / "bad", class_weights=str(weights), num_train_epochs=1)
-    result = run_module("tasks.classify.train", f"--train_file={data['train']}", "--mode=train",
+    result = run_inline("tasks.classify.train", f"--train_file={data['train']}", "--mode=train",
                         f"--model_dir={tmp_path / 'other'}", "--encoder_handle=tiny",
                         "--task_type=regression", "--class_weights=balanced")
     assert result.returncode != 0

@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from tests.helpers import ROOT, run_module
+from tests.helpers import ROOT, run_inline
 
 MRPC_HEADER = "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
 
@@ -36,7 +36,7 @@ def _sst2_dir(root):
 
 
 def _run(task, data_dir, model_dir, *extra):
-    return run_module(f"tasks.{task}.train", f"--data_dir={data_dir}", f"--model_dir={model_dir}",
+    return run_inline(f"tasks.{task}.train", f"--data_dir={data_dir}", f"--model_dir={model_dir}",
                       "--encoder_handle=tiny", "--train_batch_size=8", "--max_seq_length=32",
                       *extra)
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.helpers import run_module
+from tests.helpers import run_inline
 
 NAMES = ["joy", "anger", "fear"]
 WORDS = {"0": ["happy", "glad"], "1": ["furious", "mad"], "2": ["scared", "afraid"]}
@@ -43,7 +43,7 @@ def _write(path, rows):
 
 
 def _classify(model_dir, *extra):
-    return run_module("tasks.classify.train", "--task_type=multi_label", "--noheader",
+    return run_inline("tasks.classify.train", "--task_type=multi_label", "--noheader",
                       "--quoting=csv", "--text_column=0", "--label_column=1", "--id_column=2",
                       f"--model_dir={model_dir}", "--encoder_handle=tiny", "--max_seq_length=16",
                       "--train_batch_size=16", "--pooling=mean", *extra)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.helpers import run_module
+from tests.helpers import run_inline
 from tests.tweets import write_csv as _write_csv
 from tests.tasks.test_glue import _sst2_dir
 from tests.tasks.test_squad import _squad
@@ -41,7 +41,7 @@ def _specs(root):
 
 
 def _multitask(model_dir, tasks_file, *extra):
-    return run_module("tasks.multitask.train", f"--tasks_file={tasks_file}",
+    return run_inline("tasks.multitask.train", f"--tasks_file={tasks_file}",
                       f"--model_dir={model_dir}", *COMMON, *extra)
 
 

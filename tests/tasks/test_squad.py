@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from tests.helpers import ROOT, SHARED, run_module
+from tests.helpers import ROOT, SHARED, run_inline
 from zoo.compute import precision
 
 SERVE = """
@@ -42,7 +42,7 @@ def trained(tmp_path_factory, tiny_hub):
     root = tmp_path_factory.mktemp("squad")
     train, dev = _squad(root / "train.json", 48), _squad(root / "dev.json", 9, long_every=3)
     model_dir = str(root / "model")
-    result = run_module("tasks.squad.train", f"--train_file={train}", f"--eval_file={dev}",
+    result = run_inline("tasks.squad.train", f"--train_file={train}", f"--eval_file={dev}",
                         f"--model_dir={model_dir}", "--encoder_handle=tiny",
                         "--max_seq_length=64", "--max_query_length=24", "--doc_stride=24",
                         "--train_batch_size=8",
@@ -66,7 +66,7 @@ def test_train_and_eval_reports_the_official_metric(trained):
 
 def test_predict_answers_every_question_and_export_agrees_in_a_fresh_process(trained):
     output = os.path.join(trained["root"], "out", "predictions.json")
-    result = run_module("tasks.squad.train", "--mode=predict", f"--predict_file={trained['dev']}",
+    result = run_inline("tasks.squad.train", "--mode=predict", f"--predict_file={trained['dev']}",
                         f"--model_dir={trained['model_dir']}", "--encoder_handle=tiny",
                         "--max_seq_length=64", "--max_query_length=24", "--doc_stride=24",
                         f"--output_file={output}")
@@ -123,7 +123,7 @@ def test_long_contexts_train_with_xla_fusion_evaluate_and_export(tmp_path, tiny_
     train = _long_squad(tmp_path / "train.json", articles=4, questions_per_article=128)
     dev = _long_squad(tmp_path / "dev.json", articles=1, questions_per_article=4)
     model_dir = str(tmp_path / "model")
-    result = run_module("tasks.squad.train", f"--train_file={train}", f"--eval_file={dev}",
+    result = run_inline("tasks.squad.train", f"--train_file={train}", f"--eval_file={dev}",
                         f"--model_dir={model_dir}", "--encoder_handle=tiny",
                         "--doc_stride=320", "--train_batch_size=8", "--max_train_steps=3",
                         f"--export_dir={model_dir}/export/1", "--mode=train_and_eval",
@@ -182,7 +182,7 @@ def test_a_failure_inside_tensorflow_names_the_stage_of_the_run(tmp_path, tiny_h
 
 
 def test_no_room_for_the_context_is_refused_before_any_work(tmp_path):
-    result = run_module("tasks.squad.train", f"--train_file={tmp_path}/none.json",
+    result = run_inline("tasks.squad.train", f"--train_file={tmp_path}/none.json",
                         f"--model_dir={tmp_path}/m", "--encoder_handle=tiny", "--mode=train",
                         "--max_seq_length=64")  # max_query_length 64 by default
     assert result.returncode != 0 and "Traceback" not in result.stderr
@@ -193,7 +193,7 @@ def test_bad_squad_file_is_a_clear_error(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"data": [{"paragraphs": [{"context": "abc", "qas": [
         {"id": "x", "question": "q?", "answers": [{"text": "zz", "answer_start": 1}]}]}]}]}))
-    result = run_module("tasks.squad.train", f"--train_file={bad}", f"--model_dir={tmp_path}/m",
+    result = run_inline("tasks.squad.train", f"--train_file={bad}", f"--model_dir={tmp_path}/m",
                         "--encoder_handle=tiny", "--mode=train")
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert "answer 'zz' is not at character 1" in result.stderr
@@ -244,11 +244,11 @@ def test_export_and_predict_agree_on_real_questions_of_several_windows(tmp_path,
     layout = ["--max_seq_length=64", "--max_query_length=24", "--doc_stride=16"]
     model_dir = str(tmp_path / "model")
     common = [f"--model_dir={model_dir}", "--encoder_handle=tiny", *layout]
-    result = run_module("tasks.squad.train", "--mode=train", f"--train_file={path}",
+    result = run_inline("tasks.squad.train", "--mode=train", f"--train_file={path}",
                         "--max_train_steps=2", "--train_batch_size=8", "--xla_fusion=off",
                         f"--export_dir={model_dir}/export/1", *common)
     assert result.returncode == 0, result.stderr[-3000:]
-    result = run_module("tasks.squad.train", "--mode=predict", f"--predict_file={path}", *common)
+    result = run_inline("tasks.squad.train", "--mode=predict", f"--predict_file={path}", *common)
     assert result.returncode == 0, result.stderr[-3000:]
     predictions = json.load(open(os.path.join(model_dir, "predictions.json")))
     nbest = json.load(open(os.path.join(model_dir, "nbest_predictions.json")))

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.helpers import run_module
+from tests.helpers import run_inline
 
 CITIES = ["Paris", "Berlin", "Madrid", "Rome", "Vienna", "Lisbon", "Dublin", "Prague"]
 RIVERS = ["Seine", "Spree", "Tagus", "Tiber", "Danube", "Liffey", "Vltava", "Rhine"]
@@ -60,7 +60,7 @@ def trained(tmp_path_factory, minilm_hub):
     train = _squad(root / "train.json", range(32))
     dev = _squad(root / "dev.json", range(100, 112), version_2=True, unanswerable=True)
     model_dir = str(root / "model")
-    result = run_module("tasks.squad.train", f"--train_file={train}", f"--eval_file={dev}",
+    result = run_inline("tasks.squad.train", f"--train_file={train}", f"--eval_file={dev}",
                         f"--model_dir={model_dir}", *FLAGS, "--unanswerable_fraction=1",
                         "--train_batch_size=16", "--num_train_epochs=5", "--learning_rate=2e-4",
                         f"--export_dir={model_dir}/export/1",
@@ -88,7 +88,7 @@ def test_the_official_v2_evaluation_with_the_best_threshold_beside_the_one_used(
 
 def test_predictions_give_no_answer_as_empty_and_the_export_agrees(trained):
     output = os.path.join(trained["root"], "out", "predictions.json")
-    result = run_module("tasks.squad.train", "--mode=predict", f"--predict_file={trained['dev']}",
+    result = run_inline("tasks.squad.train", "--mode=predict", f"--predict_file={trained['dev']}",
                         f"--model_dir={trained['model_dir']}", *FLAGS, f"--output_file={output}")
     assert result.returncode == 0, result.stderr[-3000:]
     predictions = json.load(open(output))
@@ -113,7 +113,7 @@ def test_predictions_give_no_answer_as_empty_and_the_export_agrees(trained):
 
 def test_unanswerable_copies_need_squad_2(tmp_path):
     train = _squad(tmp_path / "train.json", range(2))
-    result = run_module("tasks.squad.train", f"--train_file={train}", "--mode=train",
+    result = run_inline("tasks.squad.train", f"--train_file={train}", "--mode=train",
                         f"--model_dir={tmp_path / 'model'}", "--encoder_handle=tiny",
                         "--unanswerable_fraction=0.5")
     assert result.returncode != 0 and "Traceback" not in result.stderr

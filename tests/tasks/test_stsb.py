@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.helpers import run_module
+from tests.helpers import run_inline
 
 HEADER = ["index", "genre", "filename", "year", "old_index", "source1", "source2", "sentence1",
           "sentence2", "score"]
@@ -50,7 +50,7 @@ def trained(tmp_path_factory, tiny_hub):
     _write(data / "dev.tsv", _pairs(40, 2))
     _write(data / "test.tsv", _pairs(12, 3), labelled=False)
     model_dir = str(root / "model")
-    result = run_module("tasks.stsb.train", f"--data_dir={data}", f"--model_dir={model_dir}",
+    result = run_inline("tasks.stsb.train", f"--data_dir={data}", f"--model_dir={model_dir}",
                         "--encoder_handle=tiny", "--max_seq_length=32", "--train_batch_size=16",
                         "--num_train_epochs=4", "--learning_rate=3e-3",
                         "--warmup_proportion=0.05", f"--export_dir={model_dir}/export/1")
@@ -70,7 +70,7 @@ def test_regression_reports_pearson_and_spearman_with_a_scatter_plot(trained):
 
 def test_predict_writes_a_score_per_row_and_the_export_agrees(trained):
     output = os.path.join(trained["model_dir"], "predictions.csv")
-    result = run_module("tasks.stsb.train", "--mode=predict", f"--data_dir={trained['data']}",
+    result = run_inline("tasks.stsb.train", "--mode=predict", f"--data_dir={trained['data']}",
                         f"--model_dir={trained['model_dir']}", "--encoder_handle=tiny",
                         "--max_seq_length=32", f"--output_file={output}")
     assert result.returncode == 0, result.stderr[-3000:]
@@ -94,7 +94,7 @@ def test_a_score_outside_its_range_names_the_file_and_line(tmp_path, tiny_hub):
     rows = _pairs(20, 4)
     rows[6][-1] = 7.5
     _write(data / "train.tsv", rows)
-    result = run_module("tasks.stsb.train", f"--data_dir={data}", "--mode=train",
+    result = run_inline("tasks.stsb.train", f"--data_dir={data}", "--mode=train",
                         f"--model_dir={tmp_path / 'model'}", "--encoder_handle=tiny")
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert f"error: {data / 'train.tsv'}:8: score 7.5 is outside the range [0, 5]" in result.stderr
@@ -102,7 +102,7 @@ def test_a_score_outside_its_range_names_the_file_and_line(tmp_path, tiny_hub):
 
 def test_explain_mode_credits_the_words_that_set_the_score(trained, tmp_path):
     output = str(tmp_path / "explanations.jsonl")
-    result = run_module("tasks.stsb.train", "--mode=explain", f"--data_dir={trained['data']}",
+    result = run_inline("tasks.stsb.train", "--mode=explain", f"--data_dir={trained['data']}",
                         f"--model_dir={trained['model_dir']}", "--encoder_handle=tiny",
                         "--max_seq_length=32", f"--output_file={output}")
     assert result.returncode == 0, result.stderr[-3000:]

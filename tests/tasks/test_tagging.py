@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.helpers import run_module
+from tests.helpers import run_inline
 
 PEOPLE = ["John", "Mary", "Ahmed", "Olga"]
 PLACES = [["Paris"], ["Berlin"], ["New", "York"], ["U.S."]]
@@ -55,7 +55,7 @@ def _write(path, sentences, tags=True):
 
 
 def _tagging(model_dir, *extra):
-    return run_module("tasks.tagging.train", f"--model_dir={model_dir}", "--encoder_handle=tiny",
+    return run_inline("tasks.tagging.train", f"--model_dir={model_dir}", "--encoder_handle=tiny",
                       "--max_seq_length=32", "--doc_stride=16", "--train_batch_size=16",
                       "--eval_batch_size=8", *extra)  # several eval batches of other widths
 
