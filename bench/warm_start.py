@@ -3,9 +3,9 @@ r"""Collects what bench/warm_start.sh left in runs/warm: one JSON line per compa
   .venv/bin/python bench/warm_start.py [--runs=runs/warm] >> bench/results/warm_start.jsonl
 
 - `squad2`: SQuAD 2.0 on the held-out half of the v2.0 dev articles, from the encoder and from
-  a SQuAD v1.1 model: the null threshold each chose on its threshold articles, the official
-  metrics at that threshold (and the best threshold on the held-out half, for reference only),
-  their training, and the always-"no answer" floor.
+  a SQuAD v1.1 model (those that ran): the null threshold each chose on its threshold articles,
+  the official metrics at that threshold (and the best threshold on the held-out half, for
+  reference only), their training and schedule, and the always-"no answer" floor.
 - `xquad`: XQuAD's English paragraphs split by article, the held-out half: exact match and F1
   from the encoder, from the SQuAD v1.1 model, and of that model as it is.
 - `tweets`: the English tweets of XLM-T, from the encoder and from an SST-2 model, per seed:
@@ -40,23 +40,44 @@ def _training(name):
     return {k: timing[k] for k in TIMING if k in timing}
 
 
+def _schedule(name):
+    """A SQuAD 2.0 run's learning rate and epochs (its flags.txt) and the epoch kept."""
+    flags_file = os.path.join(FLAGS.runs, name, "flags.txt")
+    schedule = {}
+    if os.path.exists(flags_file):
+        with open(flags_file, encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.strip().lstrip("-").partition("=")
+                if key in ("learning_rate", "num_train_epochs", "keep_best"):
+                    schedule[key] = value
+    best = (_json(name, "train_results.json") or {}).get("best") or {}
+    if best:
+        schedule.update(kept_step=best.get("step"), kept_epoch=best.get("epoch"))
+    return schedule
+
+
 def _squad2():
     runs = {}
-    for start in ("encoder", "squad_v11"):
+    for start in ("encoder", "squad_v11"):  # those that ran (SQUAD2_STARTS)
         held_out = _json(f"squad2_from_{start}", "held_out_eval.json")
         if held_out is None:
-            return None
+            continue
         threshold = _json(f"squad2_from_{start}", "threshold_eval.json")
         runs[f"from_{start}"] = dict(
             held_out={k: held_out[k] for k in SQUAD if k in held_out},
             threshold_articles={k: threshold[k] for k in SQUAD if k in threshold},
             training=_training(f"squad2_from_{start}"),
+            schedule=_schedule(f"squad2_from_{start}"),
             init_from=(_json(f"squad2_from_{start}", "run.json") or {}).get("init_from"))
-    return dict(run="squad2", split=_json("split.json"), threshold_split=_json("split_train.json"),
+    if not runs:
+        return None
+    line = dict(run="squad2", split=_json("split.json"), threshold_split=_json("split_train.json"),
                 source=dict(training=_training("squad_v11")), **runs,
-                always_no_answer=_json("squad2_floor.json"),
-                f1_gain=round(runs["from_squad_v11"]["held_out"]["f1"]
-                              - runs["from_encoder"]["held_out"]["f1"], 2))
+                always_no_answer=_json("squad2_floor.json"))
+    if len(runs) == 2:
+        line["f1_gain"] = round(runs["from_squad_v11"]["held_out"]["f1"]
+                                - runs["from_encoder"]["held_out"]["f1"], 2)
+    return line
 
 
 def _xquad():
