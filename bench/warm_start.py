@@ -41,18 +41,13 @@ def _training(name):
 
 
 def _schedule(name):
-    """A SQuAD 2.0 run's learning rate and epochs (its flags.txt) and the epoch kept."""
-    flags_file = os.path.join(FLAGS.runs, name, "flags.txt")
-    schedule = {}
-    if os.path.exists(flags_file):
-        with open(flags_file, encoding="utf-8") as f:
-            for line in f:
-                key, _, value = line.strip().lstrip("-").partition("=")
-                if key in ("learning_rate", "num_train_epochs", "keep_best"):
-                    schedule[key] = value
+    """A SQuAD 2.0 run's learning rate and epochs (its run.json) and the epoch kept."""
+    record = _json(name, "run.json") or {}
+    schedule = {k: record[k] for k in ("learning_rate", "num_train_epochs") if k in record}
     best = (_json(name, "train_results.json") or {}).get("best") or {}
     if best:
-        schedule.update(kept_step=best.get("step"), kept_epoch=best.get("epoch"))
+        schedule.update(keep_best=best.get("metric"), kept_step=best.get("step"),
+                        kept_epoch=best.get("epoch"))
     return schedule
 
 
