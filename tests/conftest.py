@@ -5,6 +5,7 @@ import os
 import pytest
 
 import zoo  # noqa: F401  (selects tf_keras before TensorFlow is imported)
+from tests import file_seconds
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -60,9 +61,6 @@ def tweets(tmp_path_factory):
 # `--dist loadfile` hands files to the two workers in the order given here: the longest first
 # (seconds measured, `tests/file_seconds.json`; a file not measured yet counts as long), so
 # that short files fill in at the end instead of one worker finishing a long file alone.
-SECONDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "file_seconds.json")
-
-
 def pytest_configure(config):
     # pytest-xdist would otherwise reorder the files by their number of tests, undoing this order
     if hasattr(config.option, "loadscopereorder"):
@@ -70,7 +68,7 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(items):
-    with open(SECONDS, encoding="utf-8") as f:
+    with open(file_seconds.PATH, encoding="utf-8") as f:
         seconds = json.load(f)
     # stable: the order of the tests within a file is kept
     items.sort(key=lambda item: -seconds.get(item.nodeid.split("::")[0], float("inf")))

@@ -6,8 +6,11 @@ which `tests/conftest.py` hands files to the two workers (the longest first).
 """
 import collections
 import json
+import os
 import re
 import sys
+
+PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "file_seconds.json")
 
 # "88.51s setup    tests/tasks/test_squad2.py::test_the_official_v2_evaluation..."
 LINE = re.compile(r"^(\d+(?:\.\d+)?)s (?:setup|call|teardown)\s+([^:\s]+)::")

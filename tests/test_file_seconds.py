@@ -5,6 +5,7 @@ import os
 import pytest
 
 from tests import file_seconds
+from tests.helpers import ROOT
 
 REPORT = """\
 ============================= slowest durations ==============================
@@ -30,8 +31,7 @@ def test_a_report_without_durations_is_refused(tmp_path):
 
 
 def test_every_measured_file_exists():
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    with open(os.path.join(root, "tests", "file_seconds.json"), encoding="utf-8") as f:
+    with open(file_seconds.PATH, encoding="utf-8") as f:
         measured = json.load(f)
-    missing = [path for path in measured if not os.path.exists(os.path.join(root, path))]
+    missing = [path for path in measured if not os.path.exists(os.path.join(ROOT, path))]
     assert not missing, f"tests/file_seconds.json names files that are gone: {missing}"
