@@ -41,6 +41,18 @@ def forget_task_flags():
             del sys.modules[module]
 
 
+def exit_code_inline(command):
+    """Runs `command()` (a zoo command line in this process) on task flags defined afresh
+    (`forget_task_flags`); returns what it exited with (`SystemExit.code`: an `error:` line, a
+    status, or None), None when it returned."""
+    forget_task_flags()
+    try:
+        command()
+    except SystemExit as e:
+        return e.code
+    return None
+
+
 def run_inline(module, *args):
     """`python -m tasks.<task>.train args` (`module`) run in this process as the command line
     runs it (flags defined afresh and parsed, the same `main`), for tests whose point is not a
@@ -49,15 +61,9 @@ def run_inline(module, *args):
     An exception the command line does not turn into an error line (a bug) is raised."""
     from zoo.cli import main  # pylint: disable=import-outside-toplevel
 
-    task = module.split(".")[1]
-    forget_task_flags()
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main.task_main(task, list(args))
-            status = 0
-        except SystemExit as e:
-            status = e.code
+        status = exit_code_inline(lambda: main.task_main(module.split(".")[1], list(args)))
     if isinstance(status, str):  # as Python prints an uncaught SystemExit's message
         err.write(status + "\n")
         status = 1

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.helpers import ROOT, forget_task_flags
+from tests.helpers import ROOT, exit_code_inline
 from tests.tweets import LABEL_MAP, write_csv
 from zoo.cli import main
 
@@ -19,12 +19,7 @@ COMMON = ("--encoder_handle=tiny", "--text_column=tweet", "--label_column=sentim
 
 def zoo_cli(capsys, *argv):
     """`zoo ARGV` in this process: (the exit message, or None for success; stdout; stderr)."""
-    forget_task_flags()
-    try:
-        main.run(list(argv))
-        code = None
-    except SystemExit as e:
-        code = e.code
+    code = exit_code_inline(lambda: main.run(list(argv)))
     out, err = capsys.readouterr()
     assert "Traceback" not in err, err[-3000:]
     return code, out, err
