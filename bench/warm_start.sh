@@ -53,7 +53,7 @@ squad2() {
     --out_dir="$R/split" > "$R/split.json"
   $PY bench/squad2_dev_split.py --dev_file="$R/split/train.json" --eval_every=4 \
     --out_dir="$R/split_train" > "$R/split_train.json"
-  v11
+  case " $SQUAD2_STARTS " in *" squad_v11 "*) v11 ;; esac  # the source only when (b) runs
   for start in $SQUAD2_STARTS; do
     local dir="$R/squad2_from_$start" init=()
     [ -f "$dir/held_out_eval.json" ] && continue
