@@ -101,7 +101,7 @@ class Windower:
         segments = [tf.gather(q, example), tf.gather(ids.flat_values, token_index)]
         if self.specials == 4:  # an empty segment between them: one more separator
             segments.insert(1, tf.RaggedTensor.from_row_lengths(
-                tf.zeros([0], ids.dtype), tf.zeros_like(example)))
+                tf.zeros([0], ids.dtype), tf.zeros_like(example), validate=False))
         combined, types = text.combine_segments(
             segments, special["start_of_sequence_id"], special["end_of_segment_id"])
         if not self.packer.pair_types:

@@ -135,8 +135,8 @@ class TagWindower:
             tf.RaggedTensor.from_row_lengths(
                 tf.fill([tf.reduce_sum(empty)], tf.cast(self.packer.special_tokens["mask_id"],
                                                         pieces.dtype)),
-                tf.ones([tf.reduce_sum(empty)], tf.int64)),
-            empty)
+                tf.ones([tf.reduce_sum(empty)], tf.int64), validate=False),
+            empty, validate=False)
         return tf.concat([pieces, mask_word], axis=1)
 
     def from_tokens(self, tokens, tags=None, continuation=None, empty_words=True):
@@ -150,7 +150,7 @@ class TagWindower:
         first_word = tf.equal(tf.range(tf.size(token_of_word, out_type=tf.int64)),
                               tf.gather(per_token.row_starts(), token_of_word))
         words = tf.RaggedTensor.from_row_lengths(per_token.values, tf.math.unsorted_segment_sum(
-            per_token.row_lengths(), tokens.value_rowids(), tokens.nrows()))
+            per_token.row_lengths(), tokens.value_rowids(), tokens.nrows()), validate=False)
         token_in_sentence = token_of_word - tf.gather(
             tokens.row_starts(), tf.gather(tokens.value_rowids(), token_of_word))
         word_labels = None
@@ -180,7 +180,7 @@ class TagWindower:
         sentence_pieces = tf.RaggedTensor.from_row_lengths(
             pieces.flat_values,
             tf.math.unsorted_segment_sum(pieces.row_lengths(), words.value_rowids(),
-                                         words.nrows()))
+                                         words.nrows()), validate=False)
         spans = windows.spans(self.seq_length - 2, sentence_pieces.row_lengths(),
                               sentence_pieces.row_starts(), self.doc_stride)
         first, length = spans["first"], spans["length"]

@@ -52,7 +52,7 @@ def merge_candidates(candidates, null_score, example, num_examples, n_best):
     (`example[w]` is window w's question, windows in order), with `probability` (softmax over
     the valid ones, 0 elsewhere), and its `null_score` (the smallest of its windows')."""
     rows = lambda t: tf.RaggedTensor.from_value_rowids(  # noqa: E731
-        tf.reshape(t, [-1]), tf.repeat(example, tf.shape(t)[1]), num_examples)
+        tf.reshape(t, [-1]), tf.repeat(example, tf.shape(t)[1]), num_examples, validate=False)
     scores = rows(candidates["score"]).to_tensor(default_value=-np.inf)
     k = tf.minimum(n_best, tf.shape(scores)[1])
     best = tf.math.top_k(scores, k)

@@ -122,7 +122,8 @@ class Words:
         parts, begin = [], 0
         for ids, size in zip(self.ids, self.sizes):
             parts.append(tf.RaggedTensor.from_row_splits(values[begin:begin + size],
-                                                         tf.cast(ids.row_splits, tf.int64)))
+                                                         tf.cast(ids.row_splits, tf.int64),
+                                                         validate=False))
             begin += size
         return parts[0] if len(parts) == 1 else tf.concat(parts, axis=1)
 
@@ -143,7 +144,8 @@ class Words:
             pieces = starts.values
             first = tf.gather(pieces.flat_values, pieces.row_starts())
             last = tf.gather(limits.values.flat_values, limits.values.row_limits() - 1)
-            by_text = lambda v: tf.RaggedTensor.from_row_splits(v, rows)  # noqa: E731, B023
+            by_text = lambda v: tf.RaggedTensor.from_row_splits(  # noqa: E731, B023
+                v, rows, validate=False)
             parts["word"].append(tf.strings.substr(tf.gather(text, ids.value_rowids()),
                                                    first, last - first, unit="BYTE"))
             parts["word_start"].append(

@@ -228,7 +228,7 @@ class TaggingServing(tf.Module):
             tag_ids = tf.argmax(word_probabilities, axis=-1, output_type=tf.int32)
             tag_scores = tf.reduce_max(word_probabilities, axis=-1)
             by_text = lambda values: tf.RaggedTensor.from_row_splits(  # noqa: E731
-                values, tf.cast(ids.row_splits, tf.int64))
+                values, tf.cast(ids.row_splits, tf.int64), validate=False)
             pieces = ids.values  # [words, (pieces)]
             first_byte = tf.gather(byte_starts.flat_values, pieces.row_starts())
             last_byte = tf.gather(byte_limits.flat_values, pieces.row_limits() - 1)
@@ -247,7 +247,7 @@ class TaggingServing(tf.Module):
                           .flat_values), entity, tf.size(start))
             rows = tf.size(text, out_type=tf.int64)
             per_text = lambda values, default: tf.RaggedTensor.from_value_rowids(  # noqa: E731
-                values, entities["row"], rows).to_tensor(default_value=default)
+                values, entities["row"], rows, validate=False).to_tensor(default_value=default)
             return dict(
                 entity_text=per_text(tf.strings.substr(tf.gather(text, entities["row"]), start,
                                                        end - start, unit="UTF8_CHAR"), ""),

@@ -42,7 +42,8 @@ BUILD_INFO = "zoo_build_info.json"
 # 8: `SavedEncoder`, a Reusable SavedModel (not tf_keras's) whose `__call__` takes `pooled_only`.
 # 9: `SavedEncoder.embed` and `call_embedded`, for attributions over the embeddings.
 # 10: no int64 Unpack in `encoder.Packing` (LiteRT has none), so the encoder converts to LiteRT.
-BUILD_FORMAT = 10
+# 11: the preprocessor's ragged tensors built without validation asserts (smaller graphs).
+BUILD_FORMAT = 11
 
 
 def minilm_folder():

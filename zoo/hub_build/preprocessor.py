@@ -21,8 +21,14 @@ STRINGS = tf.TensorSpec([None], tf.string)
 
 
 def _with_batch_rows(rt, batch_size):
-    """Rebuilds the outer ragged dimension with a known row count (shape inference help)."""
-    return tf.RaggedTensor.from_row_splits(rt.values, tf.reshape(rt.row_splits, [batch_size + 1]))
+    """Rebuilds the outer ragged dimension with a known row count (shape inference help).
+
+    Ragged tensors built here from splits or lengths that TensorFlow itself computed are not
+    validated again (`validate=False`): each validation adds about sixty graph nodes of asserts
+    and conditionals, which every trace, load and tf.data iterator of the preprocessor pays for.
+    """
+    return tf.RaggedTensor.from_row_splits(rt.values, tf.reshape(rt.row_splits, [batch_size + 1]),
+                                           validate=False)
 
 
 def pack_inputs(segments, seq_length, special_tokens, double_separator=False):
@@ -37,7 +43,7 @@ def pack_inputs(segments, seq_length, special_tokens, double_separator=False):
     if double:  # an empty segment between the two: one more separator
         first = trimmed[0]
         empty = tf.RaggedTensor.from_row_lengths(
-            tf.zeros([0], first.dtype), tf.zeros([first.nrows()], tf.int64))
+            tf.zeros([0], first.dtype), tf.zeros([first.nrows()], tf.int64), validate=False)
         trimmed = [first, empty, trimmed[1]]
     ids, type_ids = text.combine_segments(
         trimmed, start_of_sequence_id=special_tokens["start_of_sequence_id"],
@@ -93,10 +99,10 @@ def _to_source_offsets(strings, starts, limits):
     last_chars = tf.searchsorted(ends, tf.maximum(flat_limits.to_tensor() - 1, 0), side="right")
     source_starts = tf.gather(char_starts.to_tensor(), start_chars, batch_dims=1)
     source_limits = tf.gather(char_limits.to_tensor(), last_chars, batch_dims=1)
-    source_starts = tf.RaggedTensor.from_tensor(source_starts, lengths=flat_starts.row_lengths())
-    source_limits = tf.RaggedTensor.from_tensor(source_limits, lengths=flat_limits.row_lengths())
-    return (starts.with_flat_values(source_starts.flat_values),
-            limits.with_flat_values(source_limits.flat_values))
+    # back to ragged: the flat values of each row's first row_lengths entries, in row order
+    kept = tf.sequence_mask(flat_starts.row_lengths(), tf.shape(source_starts)[1])
+    return (starts.with_flat_values(tf.boolean_mask(source_starts, kept)),
+            limits.with_flat_values(tf.boolean_mask(source_limits, kept)))
 
 
 def _ragged_cumsum(rt):

@@ -44,9 +44,10 @@ def _group_words(ids, starts_word):
     pieces, rows = ids.flat_values, ids.value_rowids()
     first = tf.range(tf.size(pieces, out_type=tf.int64)) == tf.gather(ids.row_starts(), rows)
     new_word = tf.logical_or(tf.gather(starts_word, pieces), first)
-    words = tf.RaggedTensor.from_row_starts(pieces, tf.where(new_word)[:, 0])
+    words = tf.RaggedTensor.from_row_starts(pieces, tf.where(new_word)[:, 0],
+                                            validate=False)
     per_row = tf.math.unsorted_segment_sum(tf.cast(new_word, tf.int64), rows, ids.nrows())
-    return tf.RaggedTensor.from_row_lengths(words, per_row)
+    return tf.RaggedTensor.from_row_lengths(words, per_row, validate=False)
 
 
 class Tokenize(tf.Module):
