@@ -1,7 +1,9 @@
-"""Seconds each test file took, summed from pytest's `--durations=0` report: the order in
+"""Seconds each test file took, summed from pytest's `--durations=0` report
+(`--durations-min=0`: also the files whose tests all take under 5 ms): the order in
 which `tests/conftest.py` hands files to the two workers (the longest first).
 
-  .venv/bin/python -m pytest -q -n 2 --dist loadfile --durations=0 > /tmp/durations.txt
+  .venv/bin/python -m pytest -q -n 2 --dist loadfile --durations=0 --durations-min=0 \
+      > /tmp/durations.txt
   .venv/bin/python tests/file_seconds.py /tmp/durations.txt > tests/file_seconds.json
 """
 import collections
