@@ -16,13 +16,10 @@ medians (this tree over the base).
 import json
 import os
 import statistics
-import subprocess
-import sys
-import tempfile
 
 from absl import app, flags
 
-from common import machine, short_sha, worktrees
+from common import run_script, two_commits
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 flags.DEFINE_string("base", None, "The commit to compare with (a git revision).")
@@ -34,10 +31,8 @@ FLAGS = flags.FLAGS
 
 
 def timed_run(tree, module, args, model_dir):
-    finished = subprocess.run([sys.executable, "-m", module, *args, f"--model_dir={model_dir}"],
-                              cwd=tree, capture_output=True, text=True, check=False)
-    if finished.returncode:
-        raise SystemExit(f"{tree}: the run failed:\n{finished.stderr[-3000:]}")
+    run_script(["-m", module, *args, f"--model_dir={model_dir}"], cwd=tree,
+               name=f"{tree}: the run")
     with open(os.path.join(model_dir, "train_results.json"), encoding="utf-8") as f:
         timing = json.load(f)
     return dict(steady_examples_per_second=round(timing["steady_examples_per_second"], 3),
@@ -49,20 +44,10 @@ def main(argv):
     if len(argv) < 2:
         raise SystemExit("give the command after --: MODULE FLAGS...")
     module, args = argv[1], argv[2:]
-    revisions = {"base": short_sha(ROOT, FLAGS.base),
-                 "this": short_sha(ROOT, FLAGS.this) if FLAGS.this else None}
-    runs = {"base": [], "this": []}
-    with tempfile.TemporaryDirectory(prefix="zoo-bench-ab-") as work, \
-            worktrees(ROOT, revisions) as trees:
-        measured_on = machine(trees["this"])
-        for round_ in range(FLAGS.repeats):
-            order = ("base", "this") if round_ % 2 == 0 else ("this", "base")
-            for name in order:
-                model_dir = os.path.join(work, f"{name}_{round_}")
-                runs[name].append(timed_run(trees[name], module, args, model_dir))
-    results = dict(machine=measured_on,
-                   base_commit=revisions["base"], this_commit=revisions["this"] or "working tree",
-                   command=[module, *args])
+    measured_on, commits, runs = two_commits(
+        ROOT, FLAGS.base, FLAGS.this, FLAGS.repeats,
+        lambda tree, model_dir: timed_run(tree, module, args, model_dir), "zoo-bench-ab-")
+    results = dict(machine=measured_on, **commits, command=[module, *args])
     for name, measured in runs.items():
         rates = [r["steady_examples_per_second"] for r in measured]
         results[name] = dict(runs=measured, median=statistics.median(rates),

@@ -54,6 +54,23 @@ def worktrees(root, revisions):
                                    capture_output=True, check=False)
 
 
+def two_commits(root, base, this, repeats, measure, prefix):
+    """`measure(tree, folder)` of two commits of the checkout `root`, alternating: `base` and
+    `this` (git revisions; `this` None is the working tree as it is) each in a worktree, each of
+    `repeats` rounds measuring both with base first in even rounds, each call with a fresh
+    `folder` (under a temporary folder named with `prefix`). Returns (the machine line of this
+    tree, {"base_commit", "this_commit"}, {"base": [results], "this": [results]})."""
+    revisions = {"base": short_sha(root, base), "this": short_sha(root, this) if this else None}
+    runs = {"base": [], "this": []}
+    with tempfile.TemporaryDirectory(prefix=prefix) as work, worktrees(root, revisions) as trees:
+        measured_on = machine(trees["this"])
+        for round_ in range(repeats):
+            for name in ("base", "this") if round_ % 2 == 0 else ("this", "base"):
+                runs[name].append(measure(trees[name], os.path.join(work, f"{name}_{round_}")))
+    commits = dict(base_commit=revisions["base"], this_commit=revisions["this"] or "working tree")
+    return measured_on, commits, runs
+
+
 def last_json(output):
     """The JSON of the last line of a script's output (where every bench script prints it)."""
     return json.loads(output.strip().splitlines()[-1])

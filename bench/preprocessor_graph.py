@@ -15,14 +15,11 @@ medians, and the ratio of the medians (this tree over the base).
 import json
 import os
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
 
 from absl import app, flags
 
-from common import last_json, machine, short_sha, worktrees
+from common import last_json, run_script, two_commits
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 flags.DEFINE_string("base", None, "The commit to compare with (a git revision).")
@@ -81,12 +78,9 @@ def _measure(work):
 
 
 def _run(tree, work):
-    env = dict(os.environ, PYTHONPATH=tree)
-    finished = subprocess.run([sys.executable, os.path.abspath(__file__), f"--child={work}"],
-                              cwd=tree, env=env, capture_output=True, text=True, check=False)
-    if finished.returncode:
-        raise SystemExit(f"{tree}: the measure failed:\n{finished.stderr[-3000:]}")
-    return last_json(finished.stdout)
+    """One tree's figures, measured in a fresh process with that tree's zoo."""
+    return last_json(run_script([os.path.abspath(__file__), f"--child={work}"], cwd=tree,
+                                env=dict(os.environ, PYTHONPATH=tree), name=f"{tree}: measuring"))
 
 
 def main(argv):
@@ -96,17 +90,9 @@ def main(argv):
         return
     if not FLAGS.base:
         raise SystemExit("--base is required")
-    revisions = {"base": short_sha(ROOT, FLAGS.base),
-                 "this": short_sha(ROOT, FLAGS.this) if FLAGS.this else None}
-    runs = {"base": [], "this": []}
-    with tempfile.TemporaryDirectory(prefix="zoo-bench-pre-") as work, \
-            worktrees(ROOT, revisions) as trees:
-        measured_on = machine(trees["this"])
-        for round_ in range(FLAGS.repeats):
-            for name in ("base", "this") if round_ % 2 == 0 else ("this", "base"):
-                runs[name].append(_run(trees[name], os.path.join(work, f"{name}_{round_}")))
-    results = dict(machine=measured_on, base_commit=revisions["base"],
-                   this_commit=revisions["this"] or "working tree")
+    measured_on, commits, runs = two_commits(ROOT, FLAGS.base, FLAGS.this, FLAGS.repeats, _run,
+                                             "zoo-bench-pre-")
+    results = dict(machine=measured_on, **commits)
     keys = [k for k in runs["this"][0] if k != "zoo"]
     for name, measured in runs.items():
         results[name] = dict(runs=measured, median={
