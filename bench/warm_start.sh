@@ -39,13 +39,13 @@ log() { echo "+ $(date -u +%H:%M:%S) $*" >&2; }
 json_value() { $PY -c "import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$@"; }
 
 v11() {
-  # the SQuAD v1.1 source model, trained once
+  # the SQuAD v1.1 source model, trained once; an interrupted run resumes at its last checkpoint
   [ -f "$R/squad_v11/train_results.json" ] && return
   log "SQuAD v1.1, $V11_QUESTIONS questions"
   $PY -m tasks.squad.train --max_seq_length="$SEQ" \
     --train_file="$D/squad_v1/train-v1.1-explorer.json" \
     --max_train_questions="$V11_QUESTIONS" --num_train_epochs=1 --learning_rate=1e-4 --mode=train \
-    --model_dir="$R/squad_v11" > "$R/squad_v11.log" 2>&1
+    --checkpoint_every=200 --model_dir="$R/squad_v11" > "$R/squad_v11.log" 2>&1
 }
 
 squad2() {
