@@ -51,6 +51,14 @@ def e5_hub(zoo_cache):
     return hub.ensure_built("multilingual_e5_small")
 
 
+@pytest.fixture(scope="session")
+def tiny_multilingual_hub(zoo_cache):
+    """Folder with preprocessor/ and encoder/ of a tiny random encoder with multilingual-e5-small's
+    SentencePiece vocabulary and preprocessor (for tests whose point is not the weights)."""
+    from zoo.model import hub
+    return hub.ensure_built("tiny_multilingual")
+
+
 @pytest.fixture(scope="module")
 def tweets(tmp_path_factory):
     """Small tweet files of three classes (`tests.tweets.tweet_files`), one set per module."""

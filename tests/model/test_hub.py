@@ -28,10 +28,11 @@ def test_each_encoder_says_which_pooling_it_was_trained_for(minilm_hub, tiny_hub
     assert hub.default_pooling("bert_en_uncased_L-12_H-768_A-12") == "cls"
 
 
-def test_a_cached_build_of_an_older_format_is_rebuilt(monkeypatch, tmp_path):
+def test_a_cached_build_of_an_older_format_is_rebuilt(monkeypatch, tmp_path, tiny_hub):
     import json  # pylint: disable=import-outside-toplevel
     monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path))
-    folder = hub.ensure_built("tiny")
+    folder = os.path.join(tmp_path, "hub", "tiny")
+    shutil.copytree(tiny_hub, folder)  # a cached build, in this test's own cache
     info_path = os.path.join(folder, build.BUILD_INFO)
     info = json.load(open(info_path))
     assert info["format"] == build.BUILD_FORMAT

@@ -1,7 +1,9 @@
 """tasks.classify.train as a user runs it: flags and flagfiles, one-line errors, shards, TFDS,
-killed runs and a full disk. The kind's modes themselves are tested in-process in
-tests/kinds/test_classification.py."""
+killed runs and a full disk. The command lines run in this process (`run_inline`: the same
+`main`, flags parsed afresh) except the runs that are killed, which need a process of their own.
+The kind's modes themselves are tested in tests/kinds/test_classification.py."""
 import csv
+import errno
 import json
 import os
 import signal
@@ -12,15 +14,15 @@ import time
 import pytest
 import tensorflow as tf
 
-from tests.helpers import ROOT, run_module
+from tests.helpers import ROOT, run_inline
 from tests.tweets import LABEL_MAP, write_csv
 
 
-def _classify(model_dir, *extra, **kwargs):
+def _classify(model_dir, *extra):
     args = ["--encoder_handle=tiny", f"--model_dir={model_dir}", "--text_column=tweet",
             "--label_column=sentiment", "--id_column=id", f"--label_map={LABEL_MAP}",
             "--train_batch_size=8", "--eval_batch_size=16", "--max_seq_length=32", *extra]
-    return run_module("tasks.classify.train", *args, **kwargs)
+    return run_inline("tasks.classify.train", *args)
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +39,7 @@ def test_a_run_saves_its_flags_and_a_flagfile_reruns_with_them(trained, tweets):
     flags = open(os.path.join(trained, "flags.txt")).read().splitlines()
     assert f"--train_file={tweets['train']}" in flags and "--text_column=tweet" in flags
     assert os.path.exists(os.path.join(trained, "eval_results.json"))
-    result = run_module("tasks.classify.train", f"--flagfile={trained}/flags.txt", "--mode=eval",
+    result = run_inline("tasks.classify.train", f"--flagfile={trained}/flags.txt", "--mode=eval",
                         f"--eval_file={tweets['dev']}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert os.path.exists(os.path.join(trained, "flags_eval.txt"))  # flags.txt is kept
@@ -62,7 +64,7 @@ def test_a_killed_run_resumes_from_its_checkpoint(tweets, tiny_hub, tmp_path):
     process.wait(timeout=60)
     done_before = int(tf.train.latest_checkpoint(str(checkpoint_dir)).rsplit("-", 1)[1])
     assert 0 < done_before < 150
-    result = run_module("tasks.classify.train", *args[3:])
+    result = run_inline("tasks.classify.train", *args[3:])
     assert result.returncode == 0, result.stderr[-3000:]
     timing = json.load(open(model_dir / "train_results.json"))
     assert timing["steps"] == 150 - done_before  # only the rest was trained
@@ -138,23 +140,14 @@ def test_sharded_training_with_skipped_bad_rows_and_check_data(tweets, tmp_path)
     assert all(w["label"] for w in written if not w["error"])
 
 
-TFDS_RUN = """
-import sys
-import tensorflow_datasets as tfds
-from absl import app
-from zoo.cli import classify as train
-with tfds.testing.mock_data(num_examples=24):
-    app.run(train.main, argv=["train"] + sys.argv[1:])
-"""
-
-
 def test_tfds_source_through_the_task(tmp_path, tiny_hub):
+    import tensorflow_datasets as tfds  # pylint: disable=import-outside-toplevel
     model_dir = tmp_path / "tfds"
-    result = subprocess.run(
-        [sys.executable, "-c", TFDS_RUN, "--tfds_name=glue/mrpc", f"--model_dir={model_dir}",
-         "--encoder_handle=tiny", "--mode=train_and_eval", "--num_train_epochs=1",
-         "--train_batch_size=8", "--max_seq_length=32"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    with tfds.testing.mock_data(num_examples=24):
+        result = run_inline(
+            "tasks.classify.train", "--tfds_name=glue/mrpc", f"--model_dir={model_dir}",
+            "--encoder_handle=tiny", "--mode=train_and_eval", "--num_train_epochs=1",
+            "--train_batch_size=8", "--max_seq_length=32")
     assert result.returncode == 0, result.stderr[-3000:]
     labels = json.load(open(model_dir / "labels.json"))
     assert set(labels["names"]) <= {"equivalent", "not_equivalent"}
@@ -201,38 +194,30 @@ def test_killed_while_writing_a_checkpoint_resumes_from_the_last_complete_one(tw
     checkpoint_dir = str(model_dir / "checkpoints")
     assert tf.train.latest_checkpoint(checkpoint_dir).endswith("ckpt-8")  # the last complete
     assert any(n.startswith("ckpt-12.data") for n in os.listdir(checkpoint_dir))  # half-written
-    result = run_module("tasks.classify.train", *args)
+    result = run_inline("tasks.classify.train", *args)
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.load(open(model_dir / "train_results.json"))["steps"] == 24 - 8
     assert tf.train.latest_checkpoint(checkpoint_dir).endswith("ckpt-24")
 
 
-FULL_DISK_EXPORT = """
-import errno, os, sys
-import tensorflow as tf
-from absl import app
-from zoo.cli import classify as train
-
-def save(obj, export_dir, signatures=None, options=None):  # the disk fills half-way
-    with open(os.path.join(export_dir, "saved_model.pb"), "wb") as f:
-        f.write(b"half a model")
-    raise OSError(errno.ENOSPC, "No space left on device")
-
-tf.saved_model.save = save
-app.run(train.main, argv=["train"] + sys.argv[1:])
-"""
-
-
-def test_a_disk_that_fills_during_export_leaves_the_previous_export_intact(trained):
+def test_a_disk_that_fills_during_export_leaves_the_previous_export_intact(trained, monkeypatch):
     export_dir = os.path.join(trained, "export", "1")
     before = sorted(os.listdir(export_dir))
     texts = tf.constant(["loved it, brilliant", "boring and awful"])
     served = tf.saved_model.load(export_dir).signatures["serving_default"](text=texts)
-    result = subprocess.run(
-        [sys.executable, "-c", FULL_DISK_EXPORT, "--encoder_handle=tiny",
-         f"--model_dir={trained}", "--text_column=tweet", "--label_column=sentiment",
-         f"--label_map={LABEL_MAP}", "--max_seq_length=32", "--mode=export",
-         f"--export_dir={export_dir}"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+    def save(obj, export_dir, signatures=None, options=None):  # the disk fills half-way
+        del obj, signatures, options
+        with open(os.path.join(export_dir, "saved_model.pb"), "wb") as f:
+            f.write(b"half a model")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(tf.saved_model, "save", save)
+    result = run_inline(
+        "tasks.classify.train", "--encoder_handle=tiny", f"--model_dir={trained}",
+        "--text_column=tweet", "--label_column=sentiment", f"--label_map={LABEL_MAP}",
+        "--max_seq_length=32", "--mode=export", f"--export_dir={export_dir}")
+    monkeypatch.undo()
     assert result.returncode != 0
     assert result.stderr.strip().splitlines()[-1] == (
         f"error: export to {export_dir} failed (No space left on device); the export that was "

