@@ -92,7 +92,7 @@ def test_the_command_line_prints_a_json_line_per_input_line(pair_export):
     result = _python("-m", "zoo.serving", pair_export, "--batch_size=2", stdin=lines)
     assert result.returncode == 0, result.stderr[-3000:]
     printed = [json.loads(line) for line in result.stdout.strip().splitlines()]
-    _assert_same_rows(printed, _predict(pair_export, PAIRS)["rows"])
+    _assert_same_rows(printed, serving.load(pair_export).predict(PAIRS))
 
 
 def test_bad_inputs_name_the_input_or_the_line(pair_export):
@@ -115,7 +115,7 @@ def test_tagging_and_squad_exports_give_entities_and_answers(tiny_hub, tmp_path)
         cores.tagging_core(tiny_hub + "/encoder", len(vocab)),
         tagging.TagWindower(packer, 24, 8), vocab)})
     texts = ["John lives in New York.", "A long sentence " * 8 + "in Paris."]
-    rows = _predict(tagger, texts)["rows"]
+    rows = serving.load(tagger).predict(texts)
     assert len(rows) == 2
     for text, row in zip(texts, rows):
         assert len(row["tags"]) == len(row["word_start"]) == len(row["word_end"])
@@ -127,9 +127,9 @@ def test_tagging_and_squad_exports_give_entities_and_answers(tiny_hub, tmp_path)
         cores.span_core(tiny_hub + "/encoder"), squad_windows.Windower(packer, 48, 16, 12))})
     questions = [{"question": "Where?", "context": "It is in Paris, the capital of France."},
                  {"question": "Who?", "context": "Mary met John. " * 6}]
-    out = _predict(squad, questions)
-    assert out["input_names"] == ["question", "context"]
-    for question, row in zip(questions, out["rows"]):
+    model = serving.load(squad)
+    assert model.input_names == ["question", "context"]
+    for question, row in zip(questions, model.predict(questions)):
         assert question["context"][row["start"]:row["end"]] == row["answer"]
 
 

@@ -3,10 +3,8 @@
 import csv
 import json
 import os
-import subprocess
-import sys
 
-from tests.helpers import ROOT, run_inline
+from tests.helpers import run_inline
 
 MRPC_HEADER = "\ufeffQuality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
 
@@ -71,35 +69,16 @@ def test_sst2_predictions_carry_the_test_index(tmp_path, tiny_hub):
     assert {r["label"] for r in rows} <= {"negative", "positive"}
 
 
-TFDS_GLUE = """
-import sys
-import requests
-import tensorflow_datasets as tfds
-from absl import app
-from zoo.cli import mrpc as train
-if sys.argv[1] == "offline":  # what tfds.load raised here, offline, after 204 s of retries
-    def load(*args, **kwargs):
-        raise requests.exceptions.ConnectionError(
-            "HTTPSConnectionPool(host='firebasestorage.googleapis.com', port=443): Max retries "
-            "exceeded with url: /v0/b/mtl-sentence-representations.appspot.com/o/data")
-    tfds.load = load
-    app.run(train.main, argv=["train"] + sys.argv[2:])
-else:
-    with tfds.testing.mock_data(num_examples=16):
-        app.run(train.main, argv=["train"] + sys.argv[2:])
-"""
-
-
-def _without_data_dir(kind, model_dir, *extra):
-    return subprocess.run(
-        [sys.executable, "-c", TFDS_GLUE, kind, f"--model_dir={model_dir}",
-         "--encoder_handle=tiny", "--train_batch_size=8", "--max_seq_length=32", *extra],
-        cwd=ROOT, capture_output=True, text=True, timeout=600)
+def _without_data_dir(model_dir, *extra):
+    return run_inline("tasks.mrpc.train", f"--model_dir={model_dir}", "--encoder_handle=tiny",
+                      "--train_batch_size=8", "--max_seq_length=32", *extra)
 
 
 def test_mrpc_without_a_data_dir_reads_tfds(tmp_path, tiny_hub):
+    import tensorflow_datasets as tfds  # pylint: disable=import-outside-toplevel
     model_dir = tmp_path / "model"
-    result = _without_data_dir("mock", model_dir, "--num_train_epochs=1")
+    with tfds.testing.mock_data(num_examples=16):
+        result = _without_data_dir(model_dir, "--num_train_epochs=1")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "no --data_dir: reading glue/mrpc [train] from TensorFlow Datasets" in result.stdout
     labels = json.load(open(model_dir / "labels.json"))
@@ -107,8 +86,17 @@ def test_mrpc_without_a_data_dir_reads_tfds(tmp_path, tiny_hub):
     assert json.load(open(model_dir / "eval_results.json"))["num_examples"] == 16
 
 
-def test_mrpc_without_a_data_dir_offline_says_how_to_pass_a_folder(tmp_path):
-    result = _without_data_dir("offline", tmp_path / "model", "--mode=train")
+def test_mrpc_without_a_data_dir_offline_says_how_to_pass_a_folder(tmp_path, monkeypatch):
+    import requests  # pylint: disable=import-outside-toplevel
+    import tensorflow_datasets as tfds  # pylint: disable=import-outside-toplevel
+
+    def load(*args, **kwargs):  # what tfds.load raised here, offline, after 204 s of retries
+        raise requests.exceptions.ConnectionError(
+            "HTTPSConnectionPool(host='firebasestorage.googleapis.com', port=443): Max retries "
+            "exceeded with url: /v0/b/mtl-sentence-representations.appspot.com/o/data")
+
+    monkeypatch.setattr(tfds, "load", load)
+    result = _without_data_dir(tmp_path / "model", "--mode=train")
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert ("error: tfds:glue/mrpc[train]: TensorFlow Datasets could not load it "
             "(ConnectionError: HTTPSConnectionPool(host='firebasestorage.googleapis.com'") \
