@@ -210,7 +210,10 @@ class _Loop:
         self.writer = (tf.summary.create_file_writer(os.path.join(config.model_dir, "train"))
                        if self.chief else tf.summary.create_noop_writer())
         loss_fns = loss_fn if isinstance(loss_fn, dict) else {None: loss_fn}
-        if len(self.models) > 1:
+        # The optimizer's slots made here, not in the first step's trace: a tf.function that
+        # creates variables is traced twice (and a multi-task run's optimizer must know every
+        # core's variables before the first task's step).
+        with self.strategy.scope():
             optimizer.build(_unique(v for m in self.models.values()
                                     for v in m.trainable_variables))
         self.steps = {task: step_functions(
