@@ -92,6 +92,21 @@ def test_a_finished_run_is_not_trained_again(tmp_path):
                     loop.FitConfig(4, 2, 8, str(tmp_path)))["steps"] == 0
 
 
+def test_the_training_step_is_traced_once(tmp_path):
+    """The optimizer's slots are made before the first step: a step function that creates
+    variables is traced twice, each trace as long as the model is large."""
+    model, optimizer, dataset_fn, loss_fn = _toy_setup(str(tmp_path))
+    traces = []
+
+    def counting_loss(labels, logits):  # its Python body runs once per trace
+        traces.append(1)
+        return loss_fn(labels, logits)
+
+    timing = loop.fit(model, optimizer, counting_loss, dataset_fn,
+                      loop.FitConfig(4, 2, 8, str(tmp_path)))
+    assert timing["steps"] == 8 and len(traces) == 1
+
+
 def test_summaries_and_restore_model(tmp_path):
     model, optimizer, dataset_fn, loss_fn = _toy_setup(str(tmp_path))
     loop.fit(model, optimizer, loss_fn, dataset_fn,
