@@ -62,6 +62,26 @@ def test_tpu_settings_fixed_shapes_and_host_reads(tiny_hub):
     assert classification.dynamic_padding(settings, on_tpu=False) is True
 
 
+def test_map_batches_traces_its_function_once_for_batches_of_any_shape():
+    """Bucketed batches differ in length and the last one is smaller: one trace serves them all
+    (`compiled` with the dataset's spec), the outputs in order."""
+    rows = tf.ragged.constant([[1] * (1 + i % 5) for i in range(11)])
+    dataset = tf.data.Dataset.from_tensor_slices(rows).batch(4).map(lambda r: r.to_tensor())
+    traces = []
+
+    def fn(batch):  # its Python body runs once per trace
+        traces.append(batch.shape)
+        return tf.reduce_sum(batch, axis=1)
+
+    strategy = distribute.make_strategy("default")
+    step = distribute.compiled(strategy, fn, dataset.element_spec)
+    sums = [s for out in distribute.map_batches(strategy, step, dataset, 4) for s in out]
+    assert sums == [1 + i % 5 for i in range(11)]
+    assert len(traces) == 1 and traces[0].as_list() == [None, None]
+    again = [s for out in distribute.map_batches(strategy, fn, dataset, 4) for s in out]
+    assert again == sums and len(traces) == 2  # a plain function: compiled for this call, once
+
+
 MIRRORED = r"""
 import json, sys
 import zoo

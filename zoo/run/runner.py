@@ -93,8 +93,10 @@ class Run:
         only on what the key names and on the run's settings.
         """
         if key is not None:
+            key = (*key, repr(distribute.any_shape(dataset.element_spec)))
             if key not in self._compiled:
-                self._compiled[key] = distribute.compiled(self.strategy, fn)
+                self._compiled[key] = distribute.compiled(self.strategy, fn,
+                                                          dataset.element_spec)
             fn = self._compiled[key]
         return distribute.map_batches(self.strategy, fn, dataset, self.settings.eval_batch_size,
                                       progress=(description, unit, total))

@@ -167,19 +167,38 @@ def _local(strategy):
         strategy, tf.distribute.MultiWorkerMirroredStrategy)
 
 
-def compiled(strategy, fn):
+def compiled(strategy, fn, element_spec=None):
     """`fn` as `map_batches` would compile it, to be passed to it again and again (each call
     of `map_batches` with a plain function traces it anew). Under mirrored and TPU strategies
     `fn` runs per replica inside `map_batches`' own step, and is returned as it is; so is a
-    function already compiled."""
+    function already compiled.
+
+    With `element_spec` (the batches' `tf.data` spec) `fn` is traced once, for batches of any
+    size and length (every dimension of the signature unknown); without it, for the first
+    batch's shapes and again for batches of other shapes (a length of another bucket, the
+    last, smaller batch)."""
     if not _local(strategy) or isinstance(fn, tf.types.experimental.PolymorphicFunction):
         return fn
-    return tf.function(fn, reduce_retracing=True)
+    if element_spec is None:
+        return tf.function(fn, reduce_retracing=True)
+    return tf.function(fn, input_signature=[any_shape(element_spec)])
+
+
+def any_shape(element_spec):
+    """`element_spec` with every dimension of its tensors unknown (ragged and other specs as
+    they are)."""
+    def relax(spec):
+        if not isinstance(spec, tf.TensorSpec):
+            return spec
+        rank = spec.shape.rank
+        return tf.TensorSpec(None if rank is None else [None] * rank, spec.dtype)
+
+    return tf.nest.map_structure(relax, element_spec)
 
 
 def _map_batches(strategy, fn, dataset, batch_size):
     if _local(strategy):
-        step = compiled(strategy, fn)
+        step = compiled(strategy, fn, dataset.element_spec)
         for batch in dataset:
             yield tf.nest.map_structure(lambda t: t.numpy(), step(batch))
         return
