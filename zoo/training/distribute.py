@@ -167,20 +167,15 @@ def _local(strategy):
         strategy, tf.distribute.MultiWorkerMirroredStrategy)
 
 
-def compiled(strategy, fn, element_spec=None):
-    """`fn` as `map_batches` would compile it, to be passed to it again and again (each call
-    of `map_batches` with a plain function traces it anew). Under mirrored and TPU strategies
-    `fn` runs per replica inside `map_batches`' own step, and is returned as it is; so is a
-    function already compiled.
-
-    With `element_spec` (the batches' `tf.data` spec) `fn` is traced once, for batches of any
-    size and length (every dimension of the signature unknown); without it, for the first
-    batch's shapes and again for batches of other shapes (a length of another bucket, the
-    last, smaller batch)."""
+def compiled(strategy, fn, element_spec):
+    """`fn` as `map_batches` would compile it for batches of `element_spec` (the dataset's
+    `tf.data` spec), to be passed to it again and again (each call of `map_batches` with a plain
+    function traces it anew). It is traced once, for batches of any size and length (every
+    dimension of the signature unknown), not again for a length of another bucket or the last,
+    smaller batch. Under mirrored and TPU strategies `fn` runs per replica inside
+    `map_batches`' own step, and is returned as it is; so is a function already compiled."""
     if not _local(strategy) or isinstance(fn, tf.types.experimental.PolymorphicFunction):
         return fn
-    if element_spec is None:
-        return tf.function(fn, reduce_retracing=True)
     return tf.function(fn, input_signature=[any_shape(element_spec)])
 
 
