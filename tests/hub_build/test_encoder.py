@@ -39,6 +39,11 @@ def test_encoder_has_the_published_hub_interface(tiny_hub):
     loaded = hub.load(tiny_hub + "/encoder")
     assert loaded.vocab_file.asset_path.numpy().decode().endswith("vocab.txt")
     assert bool(loaded.do_lower_case.numpy()) is True
+    # the Keras model it was written from is not in it (its serialization, every layer traced
+    # again, doubled the time of a build), only its variables and functions
+    assert not hasattr(loaded, "model") and not tf.io.gfile.exists(
+        tiny_hub + "/encoder/keras_metadata.pb")
+    assert len(loaded.variables) == len(loaded.trainable_variables) + 1  # and do_lower_case
     out = hub.KerasLayer(loaded)(_inputs([[101, 7592, 102, 0], [101, 2088, 999, 102]],
                                          [[1, 1, 1, 0], [1, 1, 1, 1]]))
     assert set(out) == {"pooled_output", "sequence_output", "encoder_outputs", "default"}

@@ -119,7 +119,7 @@ class SavedEncoder(tf.__internal__.tracking.AutoTrackable):
     """
 
     def __init__(self, model, vocab_file, do_lower_case, sentencepiece_model=None):
-        self.model = model
+        self._keep_untracked(model)
         if sentencepiece_model is None:
             self.vocab_file = tf.saved_model.Asset(vocab_file)
         else:
@@ -128,6 +128,13 @@ class SavedEncoder(tf.__internal__.tracking.AutoTrackable):
         self.variables = list(model.variables) + [self.do_lower_case]
         self.trainable_variables = list(model.trainable_variables)
         self.regularization_losses = []
+
+    @tf.__internal__.tracking.no_automatic_dependency_tracking
+    def _keep_untracked(self, model):
+        # Out of the SavedModel's object graph: saving a Keras model there writes tf_keras's
+        # own serialization of every layer (each traced again), which hub.KerasLayer never
+        # reads; the variables are saved through `variables`.
+        self.model = model
 
     @tf.function
     def __call__(self, inputs, training=False, pooled_only=False):
