@@ -80,8 +80,8 @@ print(probe() == (True, False))
 """) == ["True"]
 
 
-def test_fit_settles_the_thresholds():
-    assert _run("""
+def test_fit_settles_the_thresholds(tmp_path):
+    assert _run(f"""
 import numpy as np
 import tf_keras as keras
 from zoo.training import loop
@@ -92,8 +92,7 @@ data = lambda epoch: tf.data.Dataset.from_generator(
     lambda: iter([(x, np.zeros(8, np.int64))]),
     output_signature=(tf.TensorSpec([8, 4], tf.float32), tf.TensorSpec([8], tf.int64)))
 loss = lambda y, logits: keras.losses.sparse_categorical_crossentropy(y, logits, from_logits=True)
-import tempfile
-loop.fit(model, create_optimizer(0.1, 1, 0), loss, data, loop.FitConfig(1, 1, 8, tempfile.mkdtemp()))
+loop.fit(model, create_optimizer(0.1, 1, 0), loss, data, loop.FitConfig(1, 1, 8, {str(tmp_path)!r}))
 print(probe() == (False, True))
 """) == ["True"]
 
