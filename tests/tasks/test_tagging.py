@@ -70,11 +70,11 @@ def trained(tmp_path_factory, tiny_hub):
               dev[3][1][:1] + ["O", "O"] + dev[3][1][1:])
     # one sentence far longer than a window (--max_seq_length=32): predicted in windows
     dev.append(tuple(sum((list(part) for part in parts), []) for parts in zip(*dev[:8])))
-    files = dict(train=_write(root / "train.txt", _sentences(400, 1)),  # 100 steps in 4 epochs
+    files = dict(train=_write(root / "train.txt", _sentences(800, 1)),  # 100 steps in 2 epochs
                  dev=_write(root / "dev.txt", dev), test=_write(root / "test.txt", dev, False))
     model_dir = str(root / "model")
     result = _tagging(model_dir, f"--train_file={files['train']}", f"--eval_file={files['dev']}",
-                      "--num_train_epochs=4", "--learning_rate=3e-3", "--warmup_proportion=0.05",
+                      "--num_train_epochs=2", "--learning_rate=3e-3", "--warmup_proportion=0.05",
                       f"--export_dir={model_dir}/export/1")
     assert result.returncode == 0, result.stderr[-3000:]
     return dict(model_dir=model_dir, dev_sentences=dev, **files)
@@ -86,7 +86,7 @@ def test_entity_f1_per_type_and_token_accuracy(trained):
     # Names and places are fixed words: a model that learned nothing finds no entity.
     assert results["f1"] > 0.9 and results["token_accuracy"] > 0.95, results
     timing = json.load(open(os.path.join(trained["model_dir"], "train_results.json")))
-    assert timing["train_sentences"] == 400 and timing["train_windows"] >= 400
+    assert timing["train_sentences"] == 800 and timing["train_windows"] >= 800
 
 
 def test_predict_tags_every_token_in_order_and_the_export_agrees(trained):
