@@ -38,10 +38,14 @@ def sources(tmp_path_factory, tiny_hub):
 
 def _started(kind, values):
     """The task of a training run, its data prepared, and its core built and warm-started
-    (what `runner._train` does before the first step)."""
+    (what `runner._train` does before the first step; the record is what it keeps in run.json
+    as `init_from`)."""
     data, settings = table.KINDS[kind].parts(dict(COMMON, **values))
-    task = runner.start("train", table.KINDS[kind].task, settings,
-                        table.KINDS[kind].reader(data, settings))
+    return _started_task(table.KINDS[kind].task, settings, table.KINDS[kind].reader(data, settings))
+
+
+def _started_task(task_class, settings, read_split):
+    task = runner.start("train", task_class, settings, read_split)
     task.prepare_training(False)
     core = runner.build_core(task)
     record = task.warm_start(core, task.run.warm_source)
@@ -175,18 +179,14 @@ def test_multi_task_source_gives_the_named_task_head(sources, tiny_hub, tmp_path
         doc_stride=12, init_from=model_dir))
     assert record["head"].startswith("new: a multi-task source gives its encoder alone")
     # A multi-task run warm-started from it: the encoder, and each task's head by name.
-    out = str(tmp_path / "multi2")
-    runner.run("train", multitask.MultiTask, multitask.Settings(
-        model_dir=out, tasks=specs, num_train_epochs=1, init_from=model_dir, **COMMON), None)
-    heads = json.load(open(os.path.join(out, "run.json")))["init_from"]["heads"]
-    assert heads["tweets"]["head"] == heads["squad"]["head"] == "reused"
+    _, _, record = _started_task(multitask.MultiTask, multitask.Settings(
+        model_dir=str(tmp_path / "multi2"), tasks=specs, init_from=model_dir, **COMMON), None)
+    assert record["heads"]["tweets"]["head"] == record["heads"]["squad"]["head"] == "reused"
     # No --init_from for the run, one task's own in its spec: that task's head alone.
-    out = str(tmp_path / "multi3")
     specs["tweets"]["init_from"] = sources["cls"]
-    runner.run("train", multitask.MultiTask, multitask.Settings(
-        model_dir=out, tasks=specs, num_train_epochs=1, **COMMON), None)
-    assert json.load(open(os.path.join(out, "run.json")))["init_from"] == {"heads": {
-        "tweets": dict(warm_start.Source(sources["cls"]).describe(True))}}
+    _, _, record = _started_task(multitask.MultiTask, multitask.Settings(
+        model_dir=str(tmp_path / "multi3"), tasks=specs, **COMMON), None)
+    assert record == {"heads": {"tweets": dict(warm_start.Source(sources["cls"]).describe(True))}}
 
 
 def test_refusals_name_what_is_wrong(sources, tiny_hub, tmp_path):
