@@ -108,7 +108,7 @@ def test_a_trained_sst2_model_labels_dev_sentences_as_its_savedmodel_does(tmp_pa
     model_dir = str(tmp_path / "model")
     common = dict(data_dir=_sst2_subset(tmp_path / "sst2", 4000), model_dir=model_dir,
                   encoder_handle="tiny", max_seq_length=64, eval_batch_size=64)
-    table.run("sst2", "train", num_train_epochs=3, train_batch_size=32, learning_rate=3e-3,
+    table.run("sst2", "train", num_train_epochs=1, train_batch_size=32, learning_rate=3e-3,
               warmup_proportion=0.05,
               export_dir=f"{model_dir}/export/1", **common)
     with open(os.path.join(SST2, "dev.tsv"), encoding="utf-8") as f:
