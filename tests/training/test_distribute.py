@@ -254,7 +254,7 @@ def test_a_killed_worker_run_resumes_from_the_chiefs_checkpoint(dropout_free_hub
     model_dir = tmp_path / "shared_model"
     extra = [f"--encoder_handle={encoder}", f"--preprocessor_handle={preprocessor}",
              f"--train_file={worker_data / 'train.csv'}", "--max_seq_length=16", "--mode=train",
-             "--num_train_epochs=4", "--train_batch_size=8", "--checkpoint_every=3"]
+             "--num_train_epochs=2", "--train_batch_size=8", "--checkpoint_every=3"]
     processes, _ = _start_workers(tmp_path, "a", [model_dir, model_dir], extra)
     checkpoints = str(model_dir / "checkpoints")
     try:
@@ -266,7 +266,7 @@ def test_a_killed_worker_run_resumes_from_the_chiefs_checkpoint(dropout_free_hub
     finally:
         _wait(processes, 5)
     done_before = int(tf.train.latest_checkpoint(checkpoints).rsplit("-", 1)[1])
-    total = 48 // 8 * 4
+    total = 48 // 8 * 2
     assert 0 < done_before < total
     processes, log_files = _start_workers(tmp_path, "b", [model_dir, model_dir], extra)
     assert _wait(processes, 600), "restarted workers did not finish in time"
