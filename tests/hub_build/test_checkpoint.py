@@ -58,10 +58,17 @@ def _write_folder(path, config=CONFIG, tensors=None, vocab=VOCAB, lower=True):
     return str(path)
 
 
-def test_converted_checkpoint_matches_a_numpy_forward_pass(tmp_path):
+@pytest.fixture(scope="module")
+def plain_build(tmp_path_factory):
+    """A plain BERT folder of random weights, and its build (built once for the module)."""
+    root = tmp_path_factory.mktemp("plain")
     tensors = _hf_tensors(CONFIG, np.random.default_rng(0))
-    folder = _write_folder(tmp_path / "hf", tensors=tensors)
-    out_dir = build.build(folder, str(tmp_path / "hub"))
+    folder = _write_folder(root / "hf", tensors=tensors)
+    return tensors, folder, build.build(folder, str(root / "hub"))
+
+
+def test_converted_checkpoint_matches_a_numpy_forward_pass(plain_build):
+    tensors, _, out_dir = plain_build
     word_ids = np.array([[2, 5, 6, 7, 8, 5, 9, 10, 11, 3], [2, 13, 14, 12, 5, 6, 3, 5, 9, 3]])
     type_ids = np.array([[0] * 10, [0] * 7 + [1] * 3])
     expected_seq, expected_pooled = numpy_bert.forward(tensors, CONFIG, word_ids, type_ids)
@@ -101,11 +108,13 @@ def test_the_pooling_a_sentence_transformers_folder_was_trained_for(tmp_path):
     assert hub_lib.default_pooling(out_dir + "/encoder") == "mean"
 
 
-def test_an_existing_build_is_not_overwritten_by_accident(tmp_path):
-    folder = _write_folder(tmp_path / "hf", tensors=_hf_tensors(CONFIG, np.random.default_rng(1)))
-    out_dir = build.build(folder, str(tmp_path / "hub"))
+def test_an_existing_build_is_not_overwritten_by_accident(plain_build):
+    _, folder, out_dir = plain_build
+    before = {name: os.path.getmtime(os.path.join(out_dir, name)) for name in os.listdir(out_dir)}
     with pytest.raises(FileExistsError, match="already holds a built model"):
         build.build(folder, out_dir)
+    assert {name: os.path.getmtime(os.path.join(out_dir, name))
+            for name in os.listdir(out_dir)} == before
 
 
 def _error(tmp_path, match, **changes):
