@@ -61,14 +61,25 @@ def run_inline(module, *args):
     An exception the command line does not turn into an error line (a bug) is raised."""
     from zoo.cli import main  # pylint: disable=import-outside-toplevel
 
+    return _inline([module, *args], lambda: main.task_main(module.split(".")[1], list(args)))
+
+
+def zoo_inline(*args):
+    """`zoo args` (the console script: `zoo.cli.main.run`) run in this process, as
+    `run_inline` runs a task's command line; returns a CompletedProcess."""
+    from zoo.cli import main  # pylint: disable=import-outside-toplevel
+
+    return _inline(["zoo", *args], lambda: main.run(list(args)))
+
+
+def _inline(argv, command):
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        status = exit_code_inline(lambda: main.task_main(module.split(".")[1], list(args)))
+        status = exit_code_inline(command)
     if isinstance(status, str):  # as Python prints an uncaught SystemExit's message
         err.write(status + "\n")
         status = 1
-    return subprocess.CompletedProcess([module, *args], status or 0, out.getvalue(),
-                                       err.getvalue())
+    return subprocess.CompletedProcess(argv, status or 0, out.getvalue(), err.getvalue())
 
 
 def profiled_ops(logdir, fn, *args, runs=3):
