@@ -3,25 +3,14 @@ import csv
 import json
 import os
 import random
-import subprocess
-import sys
 
 import pytest
+import tensorflow as tf
 
 from tests.helpers import run_inline
 
 HEADER = ["index", "genre", "filename", "year", "old_index", "source1", "source2", "sentence1",
           "sentence2", "score"]
-SERVE = """
-import json, sys
-import tensorflow as tf
-import tensorflow_text  # noqa: F401
-fn = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
-a, b = json.loads(sys.argv[2])
-print(json.dumps(fn(text_a=tf.constant(a), text_b=tf.constant(b))["score"].numpy().tolist()))
-"""
-
-
 def _pairs(n, seed):
     """The score is how many times "great" is in the first sentence (0 to 5)."""
     rng = random.Random(seed)
@@ -78,13 +67,12 @@ def test_predict_writes_a_score_per_row_and_the_export_agrees(trained):
     assert [r["id"] for r in rows] == [str(i) for i in range(12)]
     test = list(csv.DictReader(open(trained["data"] / "test.tsv"), delimiter="\t",
                                quoting=csv.QUOTE_NONE))
-    env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
-    served = subprocess.run(
-        [sys.executable, "-c", SERVE, os.path.join(trained["model_dir"], "export", "1"),
-         json.dumps([[r["sentence1"] for r in test], [r["sentence2"] for r in test]])],
-        capture_output=True, text=True, timeout=600, env=env)
-    assert served.returncode == 0, served.stderr[-3000:]
-    scores = json.loads(served.stdout.strip().splitlines()[-1])
+    # (loaded in this process: an export loaded in a fresh process, as a server does, is in
+    # tests/export/test_savedmodel.py and tests/tasks/test_squad.py)
+    fn = tf.saved_model.load(os.path.join(trained["model_dir"], "export", "1")).signatures[
+        "serving_default"]
+    scores = fn(text_a=tf.constant([r["sentence1"] for r in test]),
+                text_b=tf.constant([r["sentence2"] for r in test]))["score"].numpy().tolist()
     assert [float(r["score"]) for r in rows] == pytest.approx(scores, abs=1e-4)
 
 

@@ -3,28 +3,15 @@ the export's entities in a fresh process, bad input."""
 import json
 import os
 import random
-import subprocess
-import sys
 
 import pytest
+import tensorflow as tf
 
 from tests.helpers import run_inline
 
 PEOPLE = ["John", "Mary", "Ahmed", "Olga"]
 PLACES = [["Paris"], ["Berlin"], ["New", "York"], ["U.S."]]
 FILLER = ["went", "to", "see", "the", "show", "in", "yesterday", "with", "friends"]
-SERVE = """
-import json, sys
-import tensorflow as tf
-import tensorflow_text  # noqa: F401
-fn = tf.saved_model.load(sys.argv[1]).signatures["serving_default"]
-out = fn(text=tf.constant(json.loads(sys.argv[2])))
-print(json.dumps({k: (v.numpy().tolist() if v.dtype != tf.string else
-                      [[x.decode() for x in row] for row in v.numpy()])
-                  for k, v in out.items()}))
-"""
-
-
 def _sentences(n, seed):
     rng = random.Random(seed)
     sentences = []
@@ -101,12 +88,13 @@ def test_predict_tags_every_token_in_order_and_the_export_agrees(trained):
                 for (_, p), g in zip(s, gold))
     assert right > 0.95 * sum(len(g) for _, g in trained["dev_sentences"])
     texts = [" ".join(tokens) for tokens, _ in trained["dev_sentences"]]
-    env = {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
-    served = subprocess.run(
-        [sys.executable, "-c", SERVE, os.path.join(trained["model_dir"], "export", "1"),
-         json.dumps(texts)], capture_output=True, text=True, timeout=600, env=env)
-    assert served.returncode == 0, served.stderr[-3000:]
-    out = json.loads(served.stdout.strip().splitlines()[-1])
+    # (loaded in this process: an export loaded in a fresh process, as a server does, is in
+    # tests/export/test_savedmodel.py and tests/tasks/test_squad.py)
+    fn = tf.saved_model.load(os.path.join(trained["model_dir"], "export", "1")).signatures[
+        "serving_default"]
+    out = {k: (v.numpy().tolist() if v.dtype != tf.string else
+               [[x.decode() for x in row] for row in v.numpy()])
+           for k, v in fn(text=tf.constant(texts)).items()}
     for row, (text, sentence) in enumerate(zip(texts, predicted)):
         # the word starting where each token starts has the token's tag
         starts, offset = {}, 0
