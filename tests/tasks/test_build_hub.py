@@ -1,14 +1,14 @@
-"""zoo build-hub and zoo models as a user runs them (a build in a fresh process; refusals and
-the model list in this one)."""
+"""zoo build-hub and zoo models as a user runs them, through the console script's own `run` in
+the test's process (a zoo command in a fresh process: tests/cli/test_main.py)."""
 import json
 import os
 
-from tests.helpers import run_module, zoo_inline
+from tests.helpers import zoo_inline
 
 
 def test_build_hub_writes_preprocessor_and_encoder(tmp_path):
     out = tmp_path / "tiny"
-    result = run_module("zoo.cli.main", "build-hub", "--source=tiny", f"--output_dir={out}")
+    result = zoo_inline("build-hub", "--source=tiny", f"--output_dir={out}")
     assert result.returncode == 0, result.stderr
     assert "wrote" in result.stdout
     for part in ("encoder", "preprocessor"):
