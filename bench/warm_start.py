@@ -5,7 +5,8 @@ r"""Collects what bench/warm_start.sh left in runs/warm: one JSON line per compa
 - `squad2`: SQuAD 2.0 on the held-out half of the v2.0 dev articles, from the encoder and from
   a SQuAD v1.1 model (those that ran): the null threshold each chose on its threshold articles,
   the official metrics at that threshold (and the best threshold on the held-out half, for
-  reference only), their training and schedule, and the always-"no answer" floor.
+  reference only), their training and schedule, the always-"no answer" floor, and the v1.1
+  source's training and its own SQuAD v1.1 dev score.
 - `xquad`: XQuAD's English paragraphs split by article, the held-out half: exact match and F1
   from the encoder, from the SQuAD v1.1 model, and of that model as it is.
 - `tweets`: the English tweets of XLM-T, from the encoder and from an SST-2 model, per seed:
@@ -69,7 +70,8 @@ def _squad2():
     line = dict(run="squad2", split=_json("split.json"), threshold_split=_json("split_train.json"),
                 **runs, always_no_answer=_json("squad2_floor.json"))
     if "from_squad_v11" in runs:  # the v1.1 source of (b)
-        line["source"] = dict(training=_training("squad_v11"))
+        line["source"] = dict(training=_training("squad_v11"),
+                              v11_dev=_json("squad_v11", "eval_results.json"))
     if len(runs) == 2:
         line["f1_gain"] = round(runs["from_squad_v11"]["held_out"]["f1"]
                                 - runs["from_encoder"]["held_out"]["f1"], 2)

@@ -39,13 +39,19 @@ log() { echo "+ $(date -u +%H:%M:%S) $*" >&2; }
 json_value() { $PY -c "import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$@"; }
 
 v11() {
-  # the SQuAD v1.1 source model, trained once; an interrupted run resumes at its last checkpoint
-  [ -f "$R/squad_v11/train_results.json" ] && return
-  log "SQuAD v1.1, $V11_QUESTIONS questions"
-  $PY -m tasks.squad.train --max_seq_length="$SEQ" \
-    --train_file="$D/squad_v1/train-v1.1-explorer.json" \
-    --max_train_questions="$V11_QUESTIONS" --num_train_epochs=1 --learning_rate=1e-4 --mode=train \
-    --checkpoint_every=200 --model_dir="$R/squad_v11" > "$R/squad_v11.log" 2>&1
+  # the SQuAD v1.1 source model, trained once (an interrupted run resumes at its last
+  # checkpoint), then evaluated once on SQuAD v1.1 dev
+  if [ ! -f "$R/squad_v11/train_results.json" ]; then
+    log "SQuAD v1.1, $V11_QUESTIONS questions"
+    $PY -m tasks.squad.train --max_seq_length="$SEQ" \
+      --train_file="$D/squad_v1/train-v1.1-explorer.json" \
+      --max_train_questions="$V11_QUESTIONS" --num_train_epochs=1 --learning_rate=1e-4 \
+      --mode=train --checkpoint_every=200 --model_dir="$R/squad_v11" > "$R/squad_v11.log" 2>&1
+  fi
+  [ -f "$R/squad_v11/eval_results.json" ] && return
+  log "SQuAD v1.1 dev, the source model"
+  $PY -m tasks.squad.train --max_seq_length="$SEQ" --mode=eval \
+    --eval_file="$D/squad_v1/dev-v1.1.json" --model_dir="$R/squad_v11" > "$R/squad_v11.eval.log" 2>&1
 }
 
 squad2() {
