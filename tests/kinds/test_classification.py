@@ -26,7 +26,7 @@ def _classify(mode, model_dir, **values):
 @pytest.fixture(scope="module")
 def trained(tweets, tiny_hub):
     model_dir = str(tweets["root"] / "model")
-    # 120 steps in 2 epochs of 480 rows (not 10 of 96): the same training, a fifth of the
+    # 120 steps in 2 epochs of 480 rows (not 10 of 96): as many steps, a fifth of the
     # evaluations and epoch starts
     train = write_csv(tweets["root"] / "train_480.csv", 480, 1)
     _classify("train_and_eval", model_dir, train_file=train, eval_file=tweets["dev"],

@@ -12,6 +12,8 @@ from tests.helpers import run_inline
 
 NAMES = ["joy", "anger", "fear"]
 WORDS = {"0": ["happy", "glad"], "1": ["furious", "mad"], "2": ["scared", "afraid"]}
+
+
 def _rows(n, seed):
     rng = random.Random(seed)
     rows = []

@@ -45,7 +45,7 @@ def _squad(path, articles, version_2=False, unanswerable=False):
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory, minilm_hub):
     root = tmp_path_factory.mktemp("squad2")
-    # 40 steps in 2 epochs of 80 articles (not 5 of 32): the same training, fewer evaluations
+    # 40 steps in 2 epochs of 80 articles (not 5 of 32): as many steps, fewer evaluations
     train = _squad(root / "train.json", range(80))
     dev = _squad(root / "dev.json", range(100, 112), version_2=True, unanswerable=True)
     model_dir = str(root / "model")

@@ -11,6 +11,8 @@ from tests.helpers import run_inline
 
 HEADER = ["index", "genre", "filename", "year", "old_index", "source1", "source2", "sentence1",
           "sentence2", "score"]
+
+
 def _pairs(n, seed):
     """The score is how many times "great" is in the first sentence (0 to 5)."""
     rng = random.Random(seed)

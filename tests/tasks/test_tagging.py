@@ -1,5 +1,5 @@
 """tasks.tagging.train as a user runs it: train_and_eval, predict (a tag per token, in order),
-the export's entities in a fresh process, bad input."""
+the export's words and entities against predict, bad input."""
 import json
 import os
 import random
@@ -12,6 +12,8 @@ from tests.helpers import run_inline
 PEOPLE = ["John", "Mary", "Ahmed", "Olga"]
 PLACES = [["Paris"], ["Berlin"], ["New", "York"], ["U.S."]]
 FILLER = ["went", "to", "see", "the", "show", "in", "yesterday", "with", "friends"]
+
+
 def _sentences(n, seed):
     rng = random.Random(seed)
     sentences = []
