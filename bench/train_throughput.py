@@ -51,7 +51,9 @@ flags.DEFINE_list("padding", ["fixed", "dynamic", "bucketed"], "Padding policies
 flags.DEFINE_list("peer_configs", ["fp32-eager", "fp32-sdpa", "bf16-sdpa"],
                   "Peer settings: PRECISION-ATTENTION[-compile].")
 flags.DEFINE_list("zoo_configs", ["fp32", "bf16"], "zoo settings: PRECISION[-fusion_off|"
-                  "-fusion_on][-tfmalloc] (fusion: --xla_fusion=off or on, else auto; "
+                  "-fusion_on][-onednn_on|-onednn_off][-tfmalloc] (fusion: --xla_fusion=off or "
+                  "on, else auto; onednn: TF_ENABLE_ONEDNN_OPTS=1 or 0 in the run's environment, "
+                  "else what zoo chooses for the CPU; "
                   "tfmalloc: glibc's thresholds left as TensorFlow's generator "
                   "datasets set them, not as `zoo.training.loop.fit` sets them back; an A/B, never "
                   "zoo's best).")
@@ -69,6 +71,16 @@ def data_flags(side, work):
                                     f"--questions={FLAGS.questions}",
                                     f"--doc_stride={FLAGS.doc_stride}"])
     return [f"--data_dir={FLAGS.data_dir}"]
+
+
+def environment(config):
+    """The environment of a run in setting `config`: this one's, with TF_ENABLE_ONEDNN_OPTS set
+    where the setting names it (an A/B of TensorFlow's oneDNN rewrites)."""
+    env = dict(os.environ)
+    for part in config.split("-"):
+        if part in ("onednn_on", "onednn_off"):
+            env["TF_ENABLE_ONEDNN_OPTS"] = "1" if part == "onednn_on" else "0"
+    return env
 
 
 def command(side, config, work):
@@ -202,7 +214,8 @@ def main(argv):
         for round_ in range(FLAGS.repeats):
             ordered = sides if round_ % 2 == 0 else sides[::-1]  # alternate who goes first
             for side, config in ordered:
-                one = last_json(run_script(command(side, config, work), cwd=BENCH))
+                one = last_json(run_script(command(side, config, work), cwd=BENCH,
+                                           env=environment(config)))
                 one.update(config=config, round=round_, machine=where)
                 print(json.dumps(one), flush=True)
                 runs.append(one)

@@ -9,15 +9,19 @@ that only serves (`zoo.serving`) keeps it too: TensorFlow imports one Keras's op
 starts, and Keras 2's are quicker to import than Keras 3's.
 
 It also adds the XLA flags that `zoo.compute.fusion` needs to TF_XLA_FLAGS (XLA reads them once,
-when TensorFlow starts); they change nothing until a training run turns fusion on.
+when TensorFlow starts; they change nothing until a training run turns fusion on), and turns
+TensorFlow's oneDNN rewrites on for every x86 CPU (`zoo.compute.onednn`: TensorFlow leaves them
+off on CPUs with AVX2 alone), unless TF_ENABLE_ONEDNN_OPTS is set already.
 """
 import importlib.util
 import os
 
 from zoo.compute import fusion as _fusion
+from zoo.compute import onednn as _onednn
 
 if importlib.util.find_spec("tf_keras") is not None:
     os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
 _fusion.set_xla_flags()
+_onednn.enable()
 
 __version__ = "0.1.0"
