@@ -10,7 +10,7 @@ tree, in alternating order
 (base first in even rounds), each in a fresh process with a fresh --model_dir, with the same
 Python and installed packages. From each run's train_results.json: the steady training rate
 (examples, i.e. windows for SQuAD, per second without the first call) and the first call's
-seconds. Prints one JSON line: per tree the runs, median and spread, and the ratio of the
+seconds; from its eval_results.json (a train_and_eval run), the last evaluation's numbers. Prints one JSON line: per tree the runs, median and spread, and the ratio of the
 medians (this tree over the base).
 """
 import json
@@ -35,9 +35,14 @@ def timed_run(tree, module, args, model_dir):
                name=f"{tree}: the run")
     with open(os.path.join(model_dir, "train_results.json"), encoding="utf-8") as f:
         timing = json.load(f)
+    evaluated = {}
+    if os.path.exists(os.path.join(model_dir, "eval_results.json")):
+        with open(os.path.join(model_dir, "eval_results.json"), encoding="utf-8") as f:
+            evaluated = {k: round(v, 4) for k, v in json.load(f).items()
+                         if isinstance(v, float)}
     return dict(steady_examples_per_second=round(timing["steady_examples_per_second"], 3),
                 first_call_seconds=round(timing["first_call_seconds"], 1),
-                precision=timing["precision"], xla_fusion=timing["xla_fusion"])
+                precision=timing["precision"], xla_fusion=timing["xla_fusion"], eval=evaluated)
 
 
 def main(argv):

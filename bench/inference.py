@@ -35,8 +35,8 @@ import time
 
 from absl import app, flags
 
-from common import (BENCH, inference_groups, last_json, machine, run_script, serving_env,
-                    sst2_sentences)
+from common import (BENCH, inference_groups, last_json, machine, onednn_env, run_script,
+                    serving_env, sst2_sentences)
 
 ROOT = os.path.dirname(BENCH)
 flags.DEFINE_string("data_dir", os.path.join(ROOT, "..", "shared", "data", "sst2"),
@@ -53,7 +53,11 @@ flags.DEFINE_integer("rounds", 3, "Rounds of runs (medians are reported).")
 flags.DEFINE_integer("latency_requests", 200, "One-text requests of the latency run.")
 flags.DEFINE_list("peer_configs", ["fp32-sdpa", "bf16-sdpa", "bf16-sdpa-compile"],
                   "Peer settings: PRECISION-ATTENTION[-compile].")
-flags.DEFINE_list("zoo_configs", ["fp32", "bf16"], "zoo export precisions.")
+flags.DEFINE_list("zoo_configs", ["fp32", "bf16"], "zoo settings: PRECISION[-onednn_on|"
+                  "-onednn_off]: the export's precision; onednn: TF_ENABLE_ONEDNN_OPTS=1 or 0 "
+                  "in the runs' environment, else the throughput and latency run (plain "
+                  "TensorFlow, as TF Serving) takes TensorFlow's default and the first "
+                  "prediction (zoo.serving) zoo's.")
 flags.DEFINE_string("write_exports", None, "(internal) write the exports under this folder.")
 FLAGS = flags.FLAGS
 TOKENS_FILE = "tokens.json"  # beside the exports: `token_counts`
@@ -83,7 +87,7 @@ def write_exports(folder):
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, TOKENS_FILE), "w", encoding="utf-8") as f:
         json.dump(token_counts(packer), f)
-    for precision in FLAGS.zoo_configs:
+    for precision in sorted({config.split("-")[0] for config in FLAGS.zoo_configs}):
         serving = frozen_core.serving_core(core, precision)
         for trim in [True] + ([False] if "fixed" in FLAGS.policies else []):
             name = precision if trim else f"{precision}_fixed"
@@ -116,15 +120,16 @@ def command(side, config, exports):
               f"--policies={','.join(FLAGS.policies)}", f"--repeats={FLAGS.repeats}",
               f"--latency_requests={FLAGS.latency_requests}"]
     if side == "zoo":
-        return ["zoo_infer.py", f"--export_dir={os.path.join(exports, config)}",
-                f"--fixed_export_dir={os.path.join(exports, config + '_fixed')}", *timing]
+        precision = config.split("-")[0]
+        return ["zoo_infer.py", f"--export_dir={os.path.join(exports, precision)}",
+                f"--fixed_export_dir={os.path.join(exports, precision + '_fixed')}", *timing]
     parts = config.split("-")
     return ["peer_infer.py", f"--precision={parts[0]}", f"--attention={parts[1]}",
             f"--max_seq_length={FLAGS.max_seq_length}", *timing] + (
                 ["--compile"] if "compile" in parts[2:] else [])
 
 
-def run(args, first_prediction=False):
+def run(args, first_prediction=False, config=""):
     """Runs a bench script in a fresh process; the JSON of its last line. A zoo process does
     not get the Keras 2 switch that zoo sets (TF Serving has none; `zoo.serving`, used for the
     first prediction, sets it itself). With `first_prediction`,
@@ -132,7 +137,7 @@ def run(args, first_prediction=False):
     the process's exit is not counted)."""
     began = time.time()
     result = last_json(run_script(args + (["--first_prediction"] if first_prediction else []),
-                                  cwd=BENCH, env=serving_env()))
+                                  cwd=BENCH, env=onednn_env(config, serving_env())))
     if not first_prediction:
         return result
     return dict(seconds=result["answered_at"] - began, imports=result["imported_at"] - began,
@@ -217,8 +222,8 @@ def main(argv):
         for round_ in range(FLAGS.rounds):
             for side, config in (sides if round_ % 2 == 0 else sides[::-1]):
                 args = command(side, config, exports)
-                one = run(args)
-                first = run(args, first_prediction=True)
+                one = run(args, config=config)
+                first = run(args, first_prediction=True, config=config)
                 one["first_prediction_seconds"] = first.pop("seconds")
                 one["first_prediction_parts"] = first
                 one.update(side=side, config=config, round=round_, machine=where)

@@ -30,7 +30,7 @@ import tempfile
 
 from absl import app, flags
 
-from common import (BENCH, batch_plan, batch_tokens, last_json, machine, run_script,
+from common import (BENCH, batch_plan, batch_tokens, last_json, machine, onednn_env, run_script,
                     train_flops_per_token)
 
 ROOT = os.path.dirname(BENCH)
@@ -71,16 +71,6 @@ def data_flags(side, work):
                                     f"--questions={FLAGS.questions}",
                                     f"--doc_stride={FLAGS.doc_stride}"])
     return [f"--data_dir={FLAGS.data_dir}"]
-
-
-def environment(config):
-    """The environment of a run in setting `config`: this one's, with TF_ENABLE_ONEDNN_OPTS set
-    where the setting names it (an A/B of TensorFlow's oneDNN rewrites)."""
-    env = dict(os.environ)
-    for part in config.split("-"):
-        if part in ("onednn_on", "onednn_off"):
-            env["TF_ENABLE_ONEDNN_OPTS"] = "1" if part == "onednn_on" else "0"
-    return env
 
 
 def command(side, config, work):
@@ -215,7 +205,7 @@ def main(argv):
             ordered = sides if round_ % 2 == 0 else sides[::-1]  # alternate who goes first
             for side, config in ordered:
                 one = last_json(run_script(command(side, config, work), cwd=BENCH,
-                                           env=environment(config)))
+                                           env=onednn_env(config)))
                 one.update(config=config, round=round_, machine=where)
                 print(json.dumps(one), flush=True)
                 runs.append(one)
