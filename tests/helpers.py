@@ -106,3 +106,39 @@ def profiled_ops(logdir, fn, *args, runs=3):
                 if ":" in name:
                     counts[name] += 1
     return counts
+
+
+def check_the_model_dir_suffices(model_dir, full, data, tmp_path, suffix=".csv", export=True,
+                                 full_data=None):
+    """`zoo predict`, `zoo eval` and `zoo export` given --model_dir and data flags alone (no
+    TASK, no model flags: the model dir's run.json gives them) do what the task's command line
+    with every flag repeated does: `full(mode, *flags)` runs that. Predict writes the same
+    file, eval the same numbers, export a SavedModel. `data`: {"predict": [flags], "eval":
+    [flags]} (`full_data`: the full command line's, if other)."""
+    import json  # pylint: disable=import-outside-toplevel
+
+    results = {}
+    for how in ("full", "short"):
+        output = tmp_path / f"{how}{suffix}"
+        run = (lambda mode, *flags: full(f"--mode={mode}", *flags)) if how == "full" else (
+            lambda mode, *flags: zoo_inline(mode, f"--model_dir={model_dir}", *flags))
+        given = (full_data or data) if how == "full" else data
+        for mode, extra in (("predict", [f"--output_file={output}"]), ("eval", [])):
+            result = run(mode, *given[mode], *extra)
+            assert result.returncode == 0, (how, mode, result.stderr[-3000:])
+        with open(os.path.join(model_dir, "eval_results.json"), encoding="utf-8") as f:
+            results[how] = {k: v for k, v in json.load(f).items() if isinstance(v, float)}
+    full_out, short_out = tmp_path / f"full{suffix}", tmp_path / f"short{suffix}"
+    if full_out.is_dir():
+        names = sorted(p.relative_to(full_out) for p in full_out.rglob("*") if p.is_file())
+        assert names and names == sorted(p.relative_to(short_out) for p in short_out.rglob("*")
+                                         if p.is_file())
+        assert all((full_out / n).read_bytes() == (short_out / n).read_bytes() for n in names)
+    else:
+        assert short_out.read_bytes() == full_out.read_bytes()
+    assert results["full"] and results["short"] == pytest.approx(results["full"], abs=1e-5)
+    if export:
+        result = zoo_inline("export", f"--model_dir={model_dir}",
+                            f"--export_dir={tmp_path / 'export'}")
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert (tmp_path / "export" / "saved_model.pb").exists()

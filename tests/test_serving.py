@@ -23,8 +23,9 @@ import gc, json, sys
 from zoo.serving import load
 model = load(sys.argv[1], batch_size=3)
 rows = model.predict(json.loads(sys.argv[2]))
-light = ("zoo.serving", "zoo.base", "zoo.base.errors", "zoo.compute", "zoo.compute.fusion",
-         "zoo.evaluation", "zoo.evaluation.explanations")
+light = ("zoo.serving", "zoo.base", "zoo.base.errors", "zoo.base.files", "zoo.base.fs",
+         "zoo.compute", "zoo.compute.fusion", "zoo.compute.onednn", "zoo.evaluation",
+         "zoo.evaluation.explanations")
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("keras", "matplotlib", "tensorflow_hub")
                or (m.startswith("zoo.") and m not in light))
 print(json.dumps(dict(rows=rows, heavy=heavy, input_names=model.input_names,
@@ -275,3 +276,13 @@ def test_the_collector_is_paused_in_the_block_and_left_as_it_was_even_after_an_e
         assert gc.isenabled() is running
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def test_run_as_a_module_it_starts_quietly_and_names_bad_bytes(pair_export):
+    done = subprocess.run([sys.executable, "-m", "zoo.serving", pair_export],
+                          input=b"a\tb\nbad \xff byte\tc\n", capture_output=True, cwd=ROOT,
+                          timeout=300, check=False)
+    stderr = done.stderr.decode()
+    assert done.returncode == 1 and len(done.stdout.splitlines()) == 1
+    assert stderr.strip().splitlines() == [
+        "error: stdin:2: not valid UTF-8 (byte 4) (1 lines before it were predicted)"], stderr

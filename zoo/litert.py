@@ -20,6 +20,7 @@ import warnings
 
 import numpy as np
 
+from zoo.base import fs
 from zoo.serving import DEFAULT_BATCH_SIZE, Model as SavedModelModel, paused_collector
 
 with paused_collector():
@@ -34,23 +35,25 @@ METADATA_NAME = "zoo"  # zoo.export.litert.METADATA_NAME
 def model_path(path):
     """The `.tflite` file of `path` (the file, or the folder --export_dir wrote); a
     FileNotFoundError that says what is there instead."""
-    path = os.fspath(path)
-    if os.path.isdir(path):
-        inside = os.path.join(path, FILE_NAME)
-        if not os.path.exists(inside):
+    path = fs.check(os.fspath(path), "path")
+    if fs.isdir(path):
+        inside = fs.join(path, FILE_NAME)
+        if not fs.exists(inside):
             raise FileNotFoundError(f"{path}: no {FILE_NAME} (export with "
                                     "--export_format=litert)")
         return inside
-    if not os.path.exists(path):
+    if not fs.exists(path):
         raise FileNotFoundError(f"{path}: no such file or folder")
     return path
 
 
-def read_metadata(path):
+def read_metadata(path, content=None):
     """The `zoo` metadata (label names, input names, seq_length, quantization) of a `.tflite`
-    file; a ValueError when the file is not a LiteRT model or not one zoo wrote."""
-    with open(path, "rb") as f:
-        content = f.read()
+    file (its `content`, if already read); a ValueError when the file is not a LiteRT model or
+    not one zoo wrote."""
+    if content is None:
+        with fs.open(path, "rb") as f:
+            content = f.read()
     try:
         flat = flatbuffer_utils.convert_bytearray_to_object(bytearray(content))
     except Exception as e:  # a flatbuffer that does not parse raises what it meets
@@ -63,12 +66,14 @@ def read_metadata(path):
                      "--export_format=litert)")
 
 
-def interpreter(path, num_threads=None):
-    """LiteRT's interpreter on `path` with tensorflow_text's ops registered."""
+def interpreter(path, num_threads=None, content=None):
+    """LiteRT's interpreter on `path` (or its `content`, read already: a file in a bucket)
+    with tensorflow_text's ops registered."""
     with warnings.catch_warnings():  # its notice that it moves to the ai_edge_litert package
         warnings.simplefilter("ignore")
+        where = dict(model_path=path) if content is None else dict(model_content=content)
         return tflite_interpreter.InterpreterWithCustomOps(
-            model_path=path, num_threads=num_threads,
+            **where, num_threads=num_threads,
             custom_op_registerers=tensorflow_text.tflite_registrar.SELECT_TFTEXT_OPS)
 
 
@@ -87,10 +92,12 @@ class Model(SavedModelModel):
             raise ValueError(f"batch_size must be a whole number, at least 1, not {batch_size!r}")
         self.export_dir = model_path(path)
         self.batch_size = batch_size
-        self.metadata = read_metadata(self.export_dir)
+        with fs.open(self.export_dir, "rb") as f:
+            self._content = f.read()  # the interpreter reads this buffer: it stays alive
+        self.metadata = read_metadata(self.export_dir, self._content)
         self.input_names = self.metadata["input_names"]
         self.label_names = self.metadata["label_names"]
-        self._interpreter = interpreter(self.export_dir, num_threads)
+        self._interpreter = interpreter(self.export_dir, num_threads, self._content)
         runner = self._interpreter.get_signature_runner("serving_default")
         self._serve = lambda **batch: runner(**{k: np.asarray(v) for k, v in batch.items()})
 

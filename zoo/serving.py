@@ -33,7 +33,6 @@ mostly importing TensorFlow and loading the export, and both are kept short:
 """
 import contextlib
 import gc
-import glob
 import json
 import os
 import sys
@@ -52,12 +51,22 @@ def paused_collector():
             gc.enable()
 
 
-with paused_collector():
+def _startup():
+    """`python -m zoo.serving` starts as quietly as `zoo serve-predict` (`zoo.cli.quiet`);
+    an import of the module leaves TensorFlow's start-up to its process."""
+    if __name__ != "__main__":
+        return contextlib.nullcontext()
+    from zoo.cli import quiet  # pylint: disable=import-outside-toplevel
+    return quiet.startup()
+
+
+with _startup(), paused_collector():
     import numpy as np
     import tensorflow as tf
     import tensorflow_text  # noqa: F401  (registers the tokenizer ops the export runs)
     from google.protobuf import message
 
+from zoo.base import files, fs
 from zoo.evaluation import explanations
 
 DEFAULT_BATCH_SIZE = 32
@@ -95,16 +104,18 @@ def _text(name, value):
 def _load(export_dir):
     """The SavedModel in `export_dir`; a FileNotFoundError or ValueError that says what is
     there instead (nothing, a model dir, something unreadable)."""
-    export_dir = os.fspath(export_dir)
-    if not os.path.isdir(export_dir):
+    export_dir = fs.check(os.fspath(export_dir), "export_dir")
+    if not fs.isdir(export_dir):
         raise FileNotFoundError(f"{export_dir}: no such directory (give the export, the "
                                 "directory that --export_dir wrote)")
-    if not os.path.exists(os.path.join(export_dir, "saved_model.pb")):
-        inside = sorted(os.path.dirname(p) for p in glob.glob(
-            os.path.join(export_dir, "**", "saved_model.pb"), recursive=True))
-        hint = (f"; the export is {inside[0]}" if inside else
+    if not fs.exists(fs.join(export_dir, "saved_model.pb")):
+        inside = files.export_inside(export_dir)
+        hint = (f"; the export is {inside}" if inside else
                 "; train with --export_dir, or run --mode=export")
         raise FileNotFoundError(f"{export_dir}: not an export (no saved_model.pb){hint}")
+    incomplete = files.check_complete(export_dir)
+    if incomplete:
+        raise ValueError(f"{export_dir}: not a whole export ({incomplete})")
     try:
         with paused_collector():
             return tf.saved_model.load(export_dir)
@@ -345,6 +356,20 @@ def _options(argv):
     return rest[0], int(options["batch_size"]), options["format"]
 
 
+def _stdin_lines():
+    """Standard input's lines, decoded from UTF-8 here (a line that is not valid UTF-8 comes
+    as its `UnicodeDecodeError`, for the caller to name); a text stream's lines as they are."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:
+        yield from sys.stdin
+        return
+    for raw in stream:
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            yield e
+
+
 def main(argv=None):
     """`zoo serve-predict EXPORT_DIR [--batch_size=N] [--format=F] < inputs > JSON lines`:
     one JSON line out per line in, in order; a bad line stops the run with `error: stdin:LINE:
@@ -362,9 +387,11 @@ def main(argv=None):
             counts["predictions"] += 1
         pending.clear()
 
-    for number, line in enumerate(sys.stdin, start=1):
+    for number, line in enumerate(_stdin_lines(), start=1):
         counts["lines"] = number
         try:
+            if isinstance(line, UnicodeDecodeError):
+                raise ValueError(f"not valid UTF-8 (byte {line.start})")
             item = _line_input(line, model, line_format)
             model.values(item)
         except ValueError as e:

@@ -22,8 +22,9 @@ def test_a_log_gets_a_line_every_interval_and_one_at_the_end():
             bar.set_postfix(loss="0.5000", step="3/60")
     lines = stream.getvalue().splitlines()
     assert len(lines) == 4  # at 30, 60 and 90 seconds, and at the end (100 s)
-    assert lines[0] == "train epoch 1/3: 192/640 ex in 30s (6.4 ex/s), loss=0.5000, step=3/60"
-    assert lines[-1].startswith("train epoch 1/3: 640/640 ex in 100s")
+    assert lines[0] == ("train epoch 1/3: 192/640 ex, 30 s taken, 1 min 10 s left (6.4 ex/s), "
+                        "loss=0.5000, step=3/60")
+    assert lines[-1].startswith("train epoch 1/3: 640/640 ex, 1 min 40 s taken, 0 s left")
 
 
 def test_nothing_done_prints_nothing_and_a_terminal_gets_tqdm(monkeypatch):
@@ -33,3 +34,11 @@ def test_nothing_done_prints_nothing_and_a_terminal_gets_tqdm(monkeypatch):
     monkeypatch.setattr("sys.stderr.isatty", lambda: True, raising=False)
     assert not isinstance(progress.bar("eval", "ex"), progress.LogLines)
     assert not isinstance(progress.bar("eval", "ex", enabled=False), progress.LogLines)
+
+
+def test_numbers_and_durations_for_a_person():
+    assert [progress.number(v) for v in (0.7916666865348816, 13.123, 2346.0, 2346, 1e-7,
+                                         123456.789, True)] == \
+        ["0.7917", "13.12", "2,346", "2,346", "1e-07", "123,457", "True"]
+    assert [progress.duration(s) for s in (43.4, 185, 3720)] == ["43 s", "3 min 05 s",
+                                                                 "1 h 02 min"]

@@ -6,6 +6,7 @@ import glob
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -186,3 +187,78 @@ def test_csv_output_has_a_header_and_json_for_nested_values(export, tmp_path):
         want = expected[int(row["id"][1:])]
         assert row["label"] == want["label"]
         assert json.loads(row["probabilities"]) == pytest.approx(want["probabilities"], abs=1e-5)
+
+
+@pytest.fixture(scope="module")
+def gcs(tmp_path_factory):
+    """A GCS API server on 127.0.0.1 (gcp-storage-emulator, in memory) with a bucket `zoo`;
+    yields the environment that points Google's storage client (and so Beam) at it, with
+    credentials that need no network: an access token the emulator does not check, valid far
+    into the future (without any, Beam looks for credentials for half a minute in every
+    process)."""
+    folder = tmp_path_factory.mktemp("gcs")
+    (folder / "credentials.json").write_text(json.dumps(dict(
+        type="authorized_user", client_id="zoo-test", client_secret="zoo-test",
+        refresh_token="unused", token="emulator", expiry="2099-01-01T00:00:00Z")))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = subprocess.Popen(
+        [os.path.join(os.path.dirname(sys.executable), "gcp-storage-emulator"), "start",
+         "--host=127.0.0.1", f"--port={port}", "--default-bucket=zoo", "--in-memory", "-q"],
+        cwd=folder, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = dict(os.environ, STORAGE_EMULATOR_HOST=f"http://127.0.0.1:{port}", NO_GCE_CHECK="true",
+               GOOGLE_CLOUD_PROJECT="zoo-test",
+               GOOGLE_APPLICATION_CREDENTIALS=str(folder / "credentials.json"))
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.2)
+    try:
+        yield env
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def _gcs_run(env, code):
+    """Runs Python `code` with Beam's file systems against the emulator; returns its stdout."""
+    done = subprocess.run([sys.executable, "-c", "from apache_beam.io.filesystems import "
+                           "FileSystems as F\nimport json\n" + code], env=env,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_inputs_and_outputs_in_a_bucket_through_beams_file_systems(export, gcs, tmp_path):
+    sentences = _sentences(300)
+    _shards(tmp_path / "upload", sentences, 2)
+    _gcs_run(gcs, "".join(
+        f"with open({str(tmp_path / 'upload' / name)!r}, 'rb') as f, "
+        f"F.create('gs://zoo/in/{name}') as g: g.write(f.read())\n"
+        for name in ("part-0.csv", "part-1.csv")))
+    work = tmp_path / "cwd"
+    work.mkdir()
+    result = subprocess.run(
+        [sys.executable, "-m", "zoo.cli.batch_predict", f"--export_dir={export}",
+         "--input=gs://zoo/in/part-*.csv", "--output=gs://zoo/out/sst2",
+         "--text_column=sentence", "--id_column=id", "--direct_num_workers=2"],
+        cwd=work, env=gcs, capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = json.loads(_gcs_run(gcs, """
+names = sorted(m.path for m in F.match(['gs://zoo/out/**'])[0].metadata_list)
+lines = [json.loads(l) for n in names if n.endswith('.jsonl') and '-rejected-' not in n
+         for l in F.open(n).read().decode().splitlines()]
+summary = json.loads(F.open('gs://zoo/out/sst2-summary.json').read())
+print(json.dumps(dict(names=names, lines=lines, summary=summary)))"""))
+    by_id = {row["id"]: row for row in out["lines"]}
+    assert sorted(by_id) == sorted(f"r{i}" for i in range(300)) and len(out["lines"]) == 300
+    expected = serving.load(export).predict(sentences)
+    assert [by_id[f"r{i}"]["label"] for i in range(300)] == [e["label"] for e in expected]
+    assert by_id["r1"]["source"] == "gs://zoo/in/part-1.csv:2"
+    summary = out["summary"]
+    assert (summary["input_rows"], summary["predictions"], summary["rejected"]) == (300, 300, 0)
+    assert not [n for n in out["names"] if "beam-temp" in n]  # the sink's temporary files
+    assert os.listdir(work) == []  # nothing written locally

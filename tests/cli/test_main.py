@@ -1,12 +1,23 @@
-"""The `zoo` command: its subcommands, a quiet start, and what the distribution installs."""
+"""The `zoo` command: its subcommands, a quiet start, what a person sees on a terminal and in a
+log, and what the distribution installs."""
 import configparser
+import fcntl
+import json
 import logging
 import os
+import pty
+import re
+import select
+import struct
+import subprocess
+import sys
+import termios
+import time
 
 import pytest
 import setuptools
 
-from tests.helpers import ROOT, run_module
+from tests.helpers import ROOT, run_module, zoo_inline
 from zoo.cli import main
 
 NOISE = ("cudart_stub", "cuInit", "cpu_feature_guard", "oneDNN custom operations", "I0000",
@@ -79,3 +90,62 @@ def test_the_quiet_start_drops_two_tensorflow_warnings_and_keeps_the_others():
     assert not kept("5 out of the last 9 calls to <function f> triggered tf.function retracing. "
                     "Tracing is expensive ...")
     assert kept("Skipping full serialization of Keras layer")
+
+
+def _on_a_terminal(argv, timeout=600):
+    """Runs `argv` with its standard streams on a pseudo-terminal; (exit status, output)."""
+    controller, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))  # 120 wide
+    process = subprocess.Popen(argv, stdin=terminal, stdout=terminal, stderr=terminal, cwd=ROOT)
+    os.close(terminal)
+    output, deadline = b"", time.time() + timeout
+    while time.time() < deadline:
+        ready, _, _ = select.select([controller], [], [], 1)
+        if ready:
+            try:
+                chunk = os.read(controller, 65536)
+            except OSError:  # the process closed the terminal
+                break
+            if not chunk:
+                break
+            output += chunk
+        elif process.poll() is not None:
+            break
+    os.close(controller)
+    return process.wait(timeout=60), output.decode("utf-8", "replace")
+
+
+def _long_floats(text):
+    """Numbers in `text` with more than six significant digits."""
+    return [n for n in re.findall(r"\d+\.\d+", text)
+            if len(n.replace(".", "").lstrip("0")) > 6]
+
+
+def test_training_shows_a_person_a_bar_or_lines_and_a_summary(tmp_path, tiny_hub):
+    data = tmp_path / "train.csv"
+    data.write_text("text,label\n" + "".join(f"row {i} {'good' if i % 2 else 'bad'},{i % 2}\n"
+                                             for i in range(64)))
+    flags = [f"--train_file={data}", f"--eval_file={data}", "--encoder_handle=tiny",
+             "--max_seq_length=16", "--train_batch_size=16", "--num_train_epochs=2"]
+    status, shown = _on_a_terminal([sys.executable, "-m", "zoo.cli.main", "train", "classify",
+                                    f"--model_dir={tmp_path / 'tty'}", *flags])
+    assert status == 0, shown[-3000:]
+    assert re.search(r"train epoch 1/2: .*\d\d:\d\d<\d\d:\d\d", shown), shown[-3000:]  # ETA
+    assert re.search(r"epoch 2/2: .*accuracy \d", shown) and "trained 8 steps in " in shown
+    logged = zoo_inline("train", "classify", f"--model_dir={tmp_path / 'log'}", *flags)
+    assert logged.returncode == 0, logged.stderr[-3000:]
+    lines = (logged.stdout + logged.stderr).splitlines()
+    progress = [line for line in lines if line.startswith("train epoch")]
+    assert progress and all(" taken, " in line and " left " in line for line in progress)
+    assert not [line for line in lines if "\r" in line or "█" in line]
+    summary = "\n".join(logged.stdout.splitlines()[-5:])
+    for part in ("trained 8 steps in ", "last evaluation: accuracy ", f"model dir "
+                 f"{tmp_path / 'log'}: ", "eval_results.json", "training_curves.png",
+                 f"next: zoo predict --model_dir={tmp_path / 'log'}"):
+        assert part in summary, (part, summary)
+    assert not _long_floats(logged.stdout + logged.stderr) and not _long_floats(
+        shown.replace(str(tmp_path), "")), _long_floats(logged.stdout)
+    json_lines = zoo_inline("eval", f"--model_dir={tmp_path / 'log'}", f"--eval_file={data}",
+                            "--print_json")
+    record = [line for line in json_lines.stdout.splitlines() if line.startswith("eval: ")]
+    assert len(record) == 1 and "accuracy" in json.loads(record[0][len("eval: "):])

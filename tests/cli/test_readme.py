@@ -1,5 +1,7 @@
-"""Every `zoo` command in README.md's examples names a real command and task, and flags that
-task's CLI parses (each task's flags defined afresh, as its own process defines them)."""
+"""Every `zoo` command in README.md's examples names a real command and task (or the model dir
+of an earlier command that names its task, as `zoo predict --model_dir=...` reads it from the
+model dir), and flags that task's CLI parses (each task's flags defined afresh, as its own
+process defines them)."""
 import collections
 import importlib
 import os
@@ -24,9 +26,19 @@ def _commands():
     return commands
 
 
+def _model_dir(args):
+    return next((a.split("=", 1)[1] for a in args if a.startswith("--model_dir=")), None)
+
+
 def test_readmes_zoo_commands_parse():
     by_task = collections.defaultdict(list)
+    tasks_of = {}  # model dir -> the task of the command that named both
     for command, *rest in _commands():
+        if command in main.MODES and command != "train" and rest and rest[0] not in main.TASKS:
+            assert _model_dir(rest) in tasks_of, (command, rest)  # trained above
+            rest = [tasks_of[_model_dir(rest)], *rest]
+        if command in main.MODES and rest and rest[0] in main.TASKS and _model_dir(rest):
+            tasks_of.setdefault(_model_dir(rest), rest[0])
         assert command in main.MODES or command in (
             "serve-predict", "batch-predict", "check-export"), command
         if command == "check-export":

@@ -105,3 +105,12 @@ def test_label_names_file(tmp_path):
         "0": "admiration", "1": "amusement", "2": "anger"}
     with pytest.raises(ValueError, match="cannot read the label names"):
         label_names_file(str(tmp_path / "missing.txt"))
+
+
+def test_scores_given_as_class_labels_point_to_regression():
+    with pytest.raises(DataError, match=r"look like scores \(4 distinct numbers, such as 0\.25, "
+                                        r"3\.9\).*--task_type=regression.*--label_map"):
+        LabelVocab.from_labels({"0", "0.25", "3.9", "5"})
+    assert LabelVocab.from_labels({"-1", "0", "1.0"}).raw_labels == ["-1", "0", "1.0"]
+    assert LabelVocab.from_labels({"0.5", "1.5"}, {"0.5": "low", "1.5": "high"}).names == \
+        ["low", "high"]

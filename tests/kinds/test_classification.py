@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.helpers import zoo_inline
 from tests.tweets import LABEL_MAP, write_csv, write_two_class_csv
 from zoo.base.errors import UsageError
+from zoo.data.text_files import DataError
 from zoo.compute import precision
 from zoo.kinds import table
 
@@ -207,3 +209,41 @@ def test_unknown_keys_and_kinds_are_refused():
         table.run("classify", "train", model_dir="m", text_colum="tweet")
     with pytest.raises(UsageError, match="kind must be one of"):
         table.run("clasify", "train", model_dir="m")
+
+
+def test_the_model_dir_gives_later_modes_its_model_and_columns(trained, tweets, tmp_path):
+    """Trained on the tiny encoder at length 32 with columns and a label map: predict and eval
+    given only the model dir and the data read them from run.json."""
+    full, short = tmp_path / "full.csv", tmp_path / "short.csv"
+    _classify("predict", trained, predict_file=tweets["predict"], output_file=str(full))
+    assert table.run("classify", "predict", model_dir=trained, predict_file=tweets["predict"],
+                     output_file=str(short)) == 23
+    assert short.read_text() == full.read_text()
+    numbers = [{k: v for k, v in results.items() if isinstance(v, float)} for results in (
+        table.run("classify", "eval", model_dir=trained, eval_file=tweets["dev"]),
+        _classify("eval", trained, eval_file=tweets["dev"]))]
+    assert numbers[0] and numbers[0] == pytest.approx(numbers[1], abs=1e-6)
+    # what would change the model is still refused
+    with pytest.raises(UsageError, match="another model than this run builds:\n  pooling: "
+                                         "'cls' -> 'mean'"):
+        table.run("classify", "predict", model_dir=trained, predict_file=tweets["predict"],
+                  output_file=str(short), pooling="mean")
+
+
+def test_a_refused_training_run_takes_back_what_it_wrote(tmp_path, tiny_hub):
+    del tiny_hub
+    one_label = tmp_path / "one_label.csv"
+    one_label.write_text("id,tweet,sentiment\n" + "".join(f"{i},great film {i},1\n"
+                                                          for i in range(12)))
+    result = zoo_inline("train", "classify", f"--model_dir={tmp_path / 'new'}",
+                        f"--train_file={one_label}", f"--eval_file={one_label}",
+                        "--text_column=tweet",
+                        "--label_column=sentiment", "--encoder_handle=tiny")
+    assert result.returncode == 1 and "need at least 2" in result.stderr
+    assert not (tmp_path / "new").exists()  # flags.txt, .lock, run.json, labels.json: gone
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / "notes.txt").write_text("mine")
+    with pytest.raises(DataError, match="need at least 2"):
+        _classify("train", kept, train_file=str(one_label), label_map="")
+    assert os.listdir(kept) == ["notes.txt"]

@@ -8,7 +8,7 @@ import random
 import pytest
 import tensorflow as tf
 
-from tests.helpers import run_inline
+from tests.helpers import check_the_model_dir_suffices, run_inline
 
 NAMES = ["joy", "anger", "fear"]
 WORDS = {"0": ["happy", "glad"], "1": ["furious", "mad"], "2": ["scared", "afraid"]}
@@ -113,3 +113,12 @@ def test_the_export_takes_a_threshold_per_request_and_explains_a_class(trained):
     explained = model.explain(["today happy really furious"], target="anger")[0]
     assert explained["objective"] == "log_odds" and explained["target"] == "anger"
     assert max(explained["words"], key=lambda w: w["attribution"])["text"] == "furious"
+
+
+def test_the_model_dir_gives_predict_eval_and_export_its_task_and_model(trained, tmp_path):
+    # run.json gives the task type, columns, header, quoting, pooling and the label names
+    check_the_model_dir_suffices(
+        trained["model_dir"], lambda *flags: _classify(
+            trained["model_dir"], f"--label_names_file={trained['names']}", *flags),
+        dict(predict=[f"--predict_file={trained['test']}"],
+             eval=[f"--eval_file={trained['dev']}"]), tmp_path, export=False)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.helpers import run_inline
+from tests.helpers import check_the_model_dir_suffices, run_inline
 from tests.tweets import write_csv as _write_csv
 from tests.tasks.test_glue import _sst2_dir
 from tests.tasks.test_squad import _squad
@@ -184,3 +184,18 @@ def test_predict_writes_each_tasks_predictions_into_a_folder(trained):
     assert len(answers) == 6 and (out / "squad" / "nbest_predictions.json").exists()
     assert not (out / "tweets").exists()
     assert "predict: 9 input rows = 9 predicted + 0 rejected" in result.stdout
+
+
+def test_the_model_dir_gives_predict_eval_and_export_its_tasks_and_model(trained, tmp_path):
+    specs = json.load(open(trained["tasks_file"]))
+    specs["squad"]["predict_file"] = specs["squad"]["eval_file"]
+    predict_tasks = tmp_path / "predict_tasks.json"
+    predict_tasks.write_text(json.dumps(specs))
+    # run.json gives the tasks (their kinds, data and settings), the encoder, the sequence
+    # length and --keep_best as the last training run had it (the module's rerun: none)
+    keep_best = json.load(open(trained["model_dir"] / "run.json"))["values"]["keep_best"]
+    check_the_model_dir_suffices(
+        str(trained["model_dir"]), lambda *flags: _multitask(
+            trained["model_dir"], predict_tasks, f"--keep_best={keep_best}", *flags),
+        dict(predict=[f"--predict_file={specs['squad']['eval_file']}", "--tasks=squad"],
+             eval=[]), tmp_path, suffix="", export=False, full_data=dict(predict=[], eval=[]))

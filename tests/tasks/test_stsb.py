@@ -7,7 +7,7 @@ import random
 import pytest
 import tensorflow as tf
 
-from tests.helpers import run_inline
+from tests.helpers import check_the_model_dir_suffices, run_inline
 
 HEADER = ["index", "genre", "filename", "year", "old_index", "source1", "source2", "sentence1",
           "sentence2", "score"]
@@ -107,3 +107,12 @@ def test_explain_mode_credits_the_words_that_set_the_score(trained, tmp_path):
         assert {w["segment"] for w in line["words"]} == {0, 1}  # both sentences' words
         top = max(line["words"], key=lambda w: w["attribution"])
         assert top["text"] == "great" and top["segment"] == 0
+
+
+def test_the_model_dir_gives_predict_eval_and_export_its_task_and_model(trained, tmp_path):
+    data = f"--data_dir={trained['data']}"
+    check_the_model_dir_suffices(
+        trained["model_dir"], lambda *flags: run_inline(
+            "tasks.stsb.train", data, f"--model_dir={trained['model_dir']}",
+            "--encoder_handle=tiny", "--max_seq_length=32", *flags),
+        dict(predict=[data], eval=[data]), tmp_path, export=False)

@@ -217,7 +217,7 @@ def test_two_workers_on_localhost_train_identically_and_only_the_chief_writes(
               f"--train_file={worker_data / 'train.csv'}", "--max_seq_length=16"]
     extra = common + ["--mode=train_and_eval", f"--eval_file={worker_data / 'dev.csv'}",
                       "--num_train_epochs=2", "--train_batch_size=8", "--checkpoint_every=4",
-                      "--eval_batch_size=6"]
+                      "--eval_batch_size=6", "--print_json"]
     processes, log_files = _start_workers(
         tmp_path, "", [tmp_path / "model0", tmp_path / "model1"],
         extra + [f"--export_dir={tmp_path / 'export'}"])

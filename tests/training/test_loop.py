@@ -123,7 +123,7 @@ def test_summaries_and_restore_model(tmp_path):
 def test_plan_epochs_needs_at_least_one_batch():
     from zoo.run.settings import RunSettings  # pylint: disable=import-outside-toplevel
     settings = RunSettings(model_dir="unused", train_batch_size=8, num_train_epochs=3)
-    assert loop.plan_epochs(100, settings) == (12, 3, 36)
+    assert loop.plan_epochs(100, settings) == (12, 3, 36, 4)
     with pytest.raises(ValueError, match="7 training windows is less than one batch of 8"):
         loop.plan_epochs(7, settings, "windows")
     settings.num_train_epochs = 0
@@ -131,12 +131,20 @@ def test_plan_epochs_needs_at_least_one_batch():
         loop.plan_epochs(100, settings)
 
 
+def test_the_examples_an_epoch_leaves_out_are_said_once():
+    from zoo.run.settings import RunSettings  # pylint: disable=import-outside-toplevel
+    plan = loop.plan_epochs(39, RunSettings(model_dir="unused", train_batch_size=8))
+    assert plan.left_out == 7 and plan.note("windows").startswith(
+        "each epoch is 4 whole batches: 7 of the training windows are left out of each")
+    assert loop.plan_epochs(40, RunSettings(model_dir="unused", train_batch_size=8)).note() is None
+
+
 def test_a_fraction_of_an_epoch_is_trained_not_rounded_away():
     from zoo.run.settings import RunSettings  # pylint: disable=import-outside-toplevel
     settings = RunSettings(model_dir="unused", train_batch_size=8, num_train_epochs=2.5)
-    assert loop.plan_epochs(96, settings) == (12, 3, 30)  # half of the third epoch
+    assert loop.plan_epochs(96, settings) == (12, 3, 30, 0)  # half of the third epoch
     settings.num_train_epochs = 0.25
-    assert loop.plan_epochs(96, settings) == (12, 1, 3)
+    assert loop.plan_epochs(96, settings) == (12, 1, 3, 0)
 
 
 def test_fit_stops_inside_the_last_epoch_and_resumes_there(tmp_path):
@@ -158,11 +166,11 @@ def test_max_train_steps_caps_training():
     from zoo.run.settings import RunSettings  # pylint: disable=import-outside-toplevel
     settings = RunSettings(model_dir="unused", train_batch_size=8, num_train_epochs=3,
                            max_train_steps=5)
-    assert loop.plan_epochs(100, settings) == (12, 1, 5)  # one short epoch
+    assert loop.plan_epochs(100, settings)[:3] == (12, 1, 5)  # one short epoch
     settings.max_train_steps = 30
-    assert loop.plan_epochs(100, settings) == (12, 3, 30)  # exactly 30: no rounding
+    assert loop.plan_epochs(100, settings)[:3] == (12, 3, 30)  # exactly 30: no rounding
     settings.max_train_steps = 1000
-    assert loop.plan_epochs(100, settings) == (12, 3, 36)  # the epochs come first
+    assert loop.plan_epochs(100, settings)[:3] == (12, 3, 36)  # the epochs come first
 
 
 def test_fit_runs_its_steps_and_evaluations_in_the_precisions_it_is_given(tmp_path):

@@ -10,6 +10,7 @@ the field's choices stops the run before any work, naming the setting and what i
 import dataclasses
 import math
 
+from zoo.base import fs
 from zoo.base.errors import UsageError
 
 
@@ -41,14 +42,19 @@ class Range:
 
 
 def setting(default, help, choices=None, flag=True, low=None, high=None,  # pylint: disable=redefined-builtin
-            low_open=False, high_open=False, check=None):
+            low_open=False, high_open=False, check=None, path=False):
     """A settings field: its default, help text, (for an enum) its choices and (for a number)
     its range: `low` and `high` are included unless `low_open` / `high_open`. A float field is
     always checked to be finite. `check(value)` may return what is wrong with a value (a
     phrase: "one character"), or None.
 
+    `path=True` marks a path a user gives (a file, glob, folder or model dir; comma-separated
+    paths too): its scheme must be one a file system serves (`zoo.base.fs.problem`).
+
     `flag=False` keeps a field out of the command line (set by code: a task's own data flags).
     """
+    if path:
+        check = fs.problem
     bounds = (Range(low, high, low_open, high_open)
               if low is not None or high is not None else None)
     return dataclasses.field(default=default, metadata=dict(

@@ -1,8 +1,11 @@
-"""Progress of long loops: a redrawn bar on a terminal, a plain line now and then in a log.
+"""Progress of long loops: a redrawn bar on a terminal, a plain line now and then in a log, and
+the numbers and durations a person reads (`number`, `duration`).
 
 A redrawn bar written to a file (a run's log, `nohup`, a CI job) becomes megabytes of carriage
 returns. When standard error is not a terminal, `bar` prints one line every `interval` seconds
-and one at the end instead: what, how far, how fast, and the latest postfix (loss, step).
+and one at the end instead: what, how far, the time taken and left, how fast, and the latest
+postfix (loss, step). On a terminal, tqdm's bar shows the same, with its estimate of the time
+left.
 """
 import sys
 import time
@@ -10,6 +13,27 @@ import time
 from tqdm import tqdm
 
 LOG_INTERVAL_SECONDS = 30.0
+
+
+def number(value):
+    """A measured number for a person: four significant digits (0.7917, 13.1, 2,346)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, int) or abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.4g}"
+
+
+def duration(seconds):
+    """Seconds for a person: "43 s", "3 min 05 s", "1 h 02 min"."""
+    seconds = max(0, int(round(seconds)))
+    if seconds < 60:
+        return f"{seconds} s"
+    minutes, rest = divmod(seconds, 60)
+    if minutes < 60:
+        return f"{minutes} min {rest:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
 
 
 class LogLines:
@@ -40,7 +64,12 @@ class LogLines:
         seconds = max(self.last - self.began, 1e-9)
         done = f"{self.n:,}" + (f"/{self.total:,}" if self.total else "")
         rate = (self.n - self.start_n) / seconds
-        text = f"{self.desc}: {done} {self.unit} in {seconds:.0f}s ({rate:.1f} {self.unit}/s)"
+        left = ""
+        if self.total:
+            left = ", " + (f"{duration((self.total - self.n) / rate)} left" if rate > 0
+                           else "time left unknown")
+        text = (f"{self.desc}: {done} {self.unit}, {duration(seconds)} taken{left} "
+                f"({number(rate)} {self.unit}/s)")
         self.stream.write(text + (f", {self.postfix}" if self.postfix else "") + "\n")
         self.stream.flush()
 

@@ -59,7 +59,9 @@ class ExportHandler(ModelHandler):
     def load_model(self):
         import tensorflow as tf  # pylint: disable=import-outside-toplevel
         from zoo import serving  # pylint: disable=import-outside-toplevel
+        from zoo.batch import files  # pylint: disable=import-outside-toplevel
 
+        files.use()
         if self.threads:
             try:  # only before TensorFlow's runtime starts in this worker
                 tf.config.threading.set_intra_op_parallelism_threads(self.threads)

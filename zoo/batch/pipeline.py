@@ -4,7 +4,9 @@
            -> RunInference(ExportHandler) -> JSON (or CSV) lines -> OUT_PREFIX-*.jsonl (.csv)
                                               rejected rows     -> OUT_PREFIX-rejected-*.jsonl
 
-Files are read with the readers `--mode=predict` uses (`zoo.data.sources.read_file`: CSV, TSV,
+Paths may be local or in a bucket (`gs://`, and `s3://` with Beam's extra for it): files are
+read and written through Beam's file systems (`zoo.batch.files`). Files are read with the
+readers `--mode=predict` uses (`zoo.data.sources.read_file`: CSV, TSV,
 JSONL, TFRecord; the same column names and bad-row rules), so a bad row is named by its
 `FILE:LINE`. Each output line carries the row's `source` ("file:line") and its `id` when the
 input has an id column, so the input order can be restored. Beam's file sinks write to temporary
@@ -16,7 +18,6 @@ import csv
 import dataclasses
 import io
 import json
-import os
 import re
 import time
 from typing import Optional
@@ -27,7 +28,9 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.ml.inference.base import RunInference
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from zoo.base import fs
 from zoo.base.files import save_json
+from zoo.batch import files
 from zoo.batch.handler import Row
 from zoo.data.sources import expand_shards, read_file
 from zoo.data.text_files import BadRow, Columns
@@ -76,6 +79,9 @@ class ReadShard(beam.DoFn):
         self.inputs = inputs
         self.input_names = list(input_names)
         self.rows = Metrics.counter(NAMESPACE, "input_rows")
+
+    def setup(self):
+        files.use()
 
     def process(self, path):
         for item in read_file(path, self.inputs.columns(), require_label=False):
@@ -144,7 +150,12 @@ def counters(result):
 def run(inputs: Inputs, input_names, handler, output_prefix, beam_args=(), fields=None):
     """Runs the pipeline to the end; returns the summary (also in OUT_PREFIX-summary.json).
     Raises a RuntimeError if the rows do not add up."""
-    os.makedirs(os.path.dirname(os.path.abspath(output_prefix)), exist_ok=True)
+    with files.used():
+        return _run(inputs, input_names, handler, output_prefix, beam_args, fields)
+
+
+def _run(inputs, input_names, handler, output_prefix, beam_args, fields):
+    fs.makedirs(fs.dirname(output_prefix))
     options = PipelineOptions(list(beam_args))
     began = time.time()
     pipeline = beam.Pipeline(options=options)

@@ -11,8 +11,9 @@ reason) and out/sst2-summary.json (input rows = predictions + rejected, seconds,
 Without --runner it runs on Beam's local runner, one worker process per core
 (--direct_num_workers=N changes that). Every other argument is a Beam pipeline option, passed on
 untouched: --runner=DataflowRunner --project=... --region=... --temp_location=gs://...
---setup_file=./setup.py, or a Flink / Spark runner's options. Input and output paths are local
-(or mounted) paths.
+--setup_file=./setup.py, or a Flink / Spark runner's options. Input and output paths may be
+local or in a bucket (gs://; s3:// with Beam's aws extra), read and written by Beam's file
+systems.
 """
 import argparse
 import os
@@ -103,16 +104,17 @@ def checked(args):
 def main(argv=None):
     args, rest = _parser().parse_known_args(sys.argv[1:] if argv is None else argv)
     with quiet.startup():
-        from zoo.batch import handler, pipeline  # pylint: disable=import-outside-toplevel
+        from zoo.batch import files, handler, pipeline  # pylint: disable=import-outside-toplevel
         from zoo.data.text_files import DataError  # pylint: disable=import-outside-toplevel
-    try:
-        inputs, names, fields = checked(args)
-    except (OSError, ValueError, DataError) as e:
-        raise SystemExit(f"error: {e}") from None
-    beam_args, threads = _beam_args(rest)
-    summary = pipeline.run(inputs, names, handler.ExportHandler(
-        args.export_dir, args.signature, threads, args.batch_size), args.output, beam_args,
-        fields)
+    with files.used():  # paths with a scheme through Beam's file systems, as workers read them
+        try:
+            inputs, names, fields = checked(args)
+        except (OSError, ValueError, DataError) as e:
+            raise SystemExit(f"error: {e}") from None
+        beam_args, threads = _beam_args(rest)
+        summary = pipeline.run(inputs, names, handler.ExportHandler(
+            args.export_dir, args.signature, threads, args.batch_size), args.output, beam_args,
+            fields)
     print(f"{summary['input_rows']} input rows = {summary['predictions']} predictions + "
           f"{summary['rejected']} rejected, in {summary['seconds']:.1f} s "
           f"({summary['rows_per_second']:.0f} rows/s); {args.output}-summary.json")

@@ -6,11 +6,11 @@ of its data spec (`zoo.data.specs`): the name, type, default, choices and help t
 there once, so `--help` lists exactly what the task uses. `main()` is `run_kind(kind)`, which
 builds the data spec and the settings back from the parsed flags and runs the mode.
 """
-import os
 import traceback
 
 from absl import flags
 
+from zoo.base import files, fs
 from zoo.base.fields import flag_fields
 from zoo.run import settings as zoo_settings
 
@@ -84,8 +84,8 @@ def save_flags():
         if module.startswith("zoo.cli."):
             lines += [f.serialize() for f in module_flags if f.value is not None]
     name = "flags.txt" if FLAGS.mode in ("train", "train_and_eval") else f"flags_{FLAGS.mode}.txt"
-    with open(os.path.join(FLAGS.model_dir, name), "w", encoding="utf-8") as f:
-        f.write("\n".join(line for line in lines if line) + "\n")
+    files.save_text(fs.join(FLAGS.model_dir, name),
+                    "\n".join(line for line in lines if line) + "\n")
 
 
 def run_task(run):
@@ -118,10 +118,17 @@ def run_kind(kind, check=None):
     def run():
         if check:
             check()
-        data = kind.make_data(values_from_flags(kind.data))
-        return kind.run(FLAGS.mode, kind.make_settings(values_from_flags(kind.settings), data),
-                        data, started)
+        values = kind.with_record(FLAGS.mode, {**values_from_flags(kind.settings),
+                                               **values_from_flags(kind.data)}, given_flags())
+        data = kind.make_data({k: values[k] for k in kind.data_keys()})
+        return kind.run(FLAGS.mode, kind.make_settings(
+            {f.name: values[f.name] for f in flag_fields(kind.settings)}, data), data, started)
     return run_task(run)
+
+
+def given_flags():
+    """The names of the flags given on the command line (or in a --flagfile)."""
+    return {name for name in FLAGS if FLAGS[name].present}
 
 
 def started():

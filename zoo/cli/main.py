@@ -3,10 +3,10 @@
 usage: zoo COMMAND [TASK] [--flags]
 
   zoo train TASK        fine-tune (and evaluate after every epoch; export with --export_dir)
-  zoo eval TASK         evaluate a trained model dir
-  zoo predict TASK      write predictions for --predict_file
-  zoo export TASK       write a TF Serving SavedModel (or, --export_format=litert, a LiteRT file)
-  zoo explain TASK      why each row of --predict_file got its label: attributions per word
+  zoo eval [TASK]       evaluate a trained model dir
+  zoo predict [TASK]    write predictions for --predict_file
+  zoo export [TASK]     write a TF Serving SavedModel (or, --export_format=litert, a LiteRT file)
+  zoo explain [TASK]    why each row of --predict_file got its label: attributions per word
                         (mrpc, sst2, stsb, classify)
   zoo check-data TASK   check the data of every split given (not squad, multitask)
   zoo build-hub         build TF Hub-format models offline from a checkpoint
@@ -16,11 +16,12 @@ usage: zoo COMMAND [TASK] [--flags]
   zoo batch-predict     predict files of rows with an export on Apache Beam (zoo.batch)
 
 TASK is mrpc, sst2, stsb, classify, squad, tagging or multitask. `zoo COMMAND TASK --help`
-lists the flags of a task. For example:
+lists the flags of a task. A trained model dir knows its task and model: eval, predict, export
+and explain take both from it (the TASK, encoder, sequence length, labels, columns) unless given.
+For example:
 
   zoo train mrpc --data_dir=../shared/data/mrpc --model_dir=runs/mrpc
-  zoo predict mrpc --data_dir=../shared/data/mrpc --model_dir=runs/mrpc \\
-      --output_file=runs/mrpc/test.csv
+  zoo predict --model_dir=runs/mrpc --predict_file=pairs.tsv --output_file=runs/mrpc/pairs.csv
   zoo serve-predict runs/mrpc/export/1 < pairs.tsv
 """
 import importlib
@@ -34,6 +35,8 @@ MODES = {"train": None, "eval": "eval", "predict": "predict", "export": "export"
          "check-data": "check_data", "explain": "explain"}
 TOOLS = {"build-hub": "zoo.cli.build_hub", "models": "zoo.cli.list_models",
          "check-export": "zoo.cli.check_export"}
+# the command-line task that runs each kind a model dir records (run.json's `kind`)
+TASK_OF_KIND = {"regression": "classify", "multi_label": "classify"}
 
 
 def run_absl(module_name, args):
@@ -59,6 +62,27 @@ def task_main(task, args=None):
     run_absl(f"zoo.cli.{task}", sys.argv[1:] if args is None else args)
 
 
+def recorded_task(args, command):
+    """The TASK of the --model_dir in `args`, as its run.json records it; a usage message if
+    there is none."""
+    model_dir = None
+    for i, arg in enumerate(args):
+        if arg.startswith("--model_dir="):
+            model_dir = arg.split("=", 1)[1]
+        elif arg == "--model_dir" and i + 1 < len(args):
+            model_dir = args[i + 1]
+    if not model_dir:
+        _usage(f"`zoo {command}` needs a TASK first (one of {', '.join(TASKS)}), or the "
+               "--model_dir of a trained model")
+    from zoo.base import files, fs  # pylint: disable=import-outside-toplevel
+    record = files.load_json(fs.join(model_dir, "run.json")) or {}
+    kind = record.get("kind") or (record.get("task") if record.get("task") in TASKS else None)
+    if not kind:
+        _usage(f"--model_dir={model_dir} names no task (no run.json with its kind): give the "
+               f"TASK first, one of {', '.join(TASKS)}")
+    return TASK_OF_KIND.get(kind, kind)
+
+
 def _usage(problem):
     raise SystemExit(f"zoo: {problem}\n\n{__doc__.split(chr(10) + chr(10))[1]}")
 
@@ -71,6 +95,8 @@ def run(argv=None):
         return
     command, rest = argv[0], argv[1:]
     if command in MODES:
+        if command != "train" and (not rest or rest[0] not in TASKS):
+            rest = [recorded_task(rest, command), *rest]
         if not rest or rest[0] not in TASKS:
             _usage(f"`zoo {command}` needs a TASK first: one of {', '.join(TASKS)}")
         mode = MODES[command]

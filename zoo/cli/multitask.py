@@ -38,16 +38,54 @@ flags.DEFINE_list("tasks", [], "Tasks to train, in this order (the first is the 
                   "GLUE tasks (mrpc, sst2, stsb) read from --<task>_data_dir.")
 for _glue in ("mrpc", "sst2", "stsb"):
     flags.DEFINE_string(f"{_glue}_data_dir", None, f"GLUE {_glue} folder (with --tasks).")
+flags.DEFINE_string("predict_file", None, "--mode=predict or explain: the data of the tasks "
+                    "of --tasks (all if not given), instead of their specs' own.")
 flags.adopt_module_key_flags(common)
 FLAGS = flags.FLAGS
 
 
 def _specs():
-    from zoo.base.errors import UsageError  # pylint: disable=import-outside-toplevel
+    """{task name: spec}: of --tasks_file, of --tasks with their GLUE folders, or (a mode that
+    uses a trained model, given neither) as the model dir's run.json records them; with
+    --predict_file, the predict data of the tasks chosen."""
+    specs = _given_specs()
+    if FLAGS.predict_file:
+        specs = {name: dict(spec, predict_file=FLAGS.predict_file) if name in (
+            FLAGS.tasks or specs) else spec for name, spec in specs.items()}
+    return specs
 
+
+def _recorded_model():
+    """The encoder, preprocessor, sequence length and best-checkpoint metric the model dir's
+    run.json records, for a mode that uses the trained model and does not give them."""
+    from zoo.base import files, fs  # pylint: disable=import-outside-toplevel
+    from zoo.kinds.kind import USING_MODES  # pylint: disable=import-outside-toplevel
+
+    if FLAGS.mode not in USING_MODES:
+        return {}
+    record = files.load_json(fs.join(FLAGS.model_dir, "run.json")) or {}
+    values = dict(record, **record.get("values", {}))
+    return {key: values[key] for key in ("encoder_handle", "preprocessor_handle",
+                                         "max_seq_length", "keep_best")
+            if key in values and not FLAGS[key].present}
+
+
+def _given_specs():
+    from zoo.base import files, fs  # pylint: disable=import-outside-toplevel
+    from zoo.base.errors import UsageError  # pylint: disable=import-outside-toplevel
+    from zoo.kinds.kind import USING_MODES  # pylint: disable=import-outside-toplevel
+
+    recorded = (files.load_json(fs.join(FLAGS.model_dir, "run.json")) or {}).get("tasks") \
+        if FLAGS.mode in USING_MODES and not FLAGS.tasks_file else None
+    if recorded and not any(FLAGS[f"{g}_data_dir"].value for g in ("mrpc", "sst2", "stsb")):
+        missing = [t for t in FLAGS.tasks if t not in recorded]
+        if missing:
+            raise UsageError(f"--tasks: {missing} not among the tasks {FLAGS.model_dir} was "
+                             f"trained on ({', '.join(recorded)})")
+        return recorded
     if FLAGS.tasks_file:
         try:
-            with open(FLAGS.tasks_file, encoding="utf-8") as f:
+            with fs.open(fs.check(FLAGS.tasks_file, "--tasks_file"), encoding="utf-8") as f:
                 specs = json.load(f)
         except OSError as e:
             raise UsageError(f"{FLAGS.tasks_file}: cannot read it ({e.strerror})") from None
@@ -77,7 +115,10 @@ def main(argv):
 
     def run():
         settings = common.settings_from_flags(multitask.Settings, tasks=_specs(),
-                                              tasks_file=FLAGS.tasks_file or "")
-        return runner.run(FLAGS.mode, multitask.MultiTask, settings, None, common.started)
+                                              tasks_file=FLAGS.tasks_file or "",
+                                              **_recorded_model())
+        return runner.run(FLAGS.mode, multitask.MultiTask, settings, None, common.started,
+                          recorded=dict(kind="multitask", values=dict(
+                              keep_best=settings.keep_best)))
 
     common.run_task(run)

@@ -13,12 +13,12 @@ import array
 import collections
 import dataclasses
 import hashlib
-import os
 from typing import Dict, Set
 
 import numpy as np
 import tensorflow as tf
 
+from zoo.base import fs
 from zoo.base import progress as progress_bar
 from zoo.base.errors import UsageError
 from zoo.base.files import save_json
@@ -253,7 +253,7 @@ def check_splits(sources, packer, model_dir, max_seq_length, open_labels, vocabu
     """
     results = {}
     for split, source in sources.items():
-        rejected = os.path.join(model_dir, f"rejected_rows_{split}.jsonl")
+        rejected = fs.join(model_dir, f"rejected_rows_{split}.jsonl")
         result = check_split(split, source, packer, max_seq_length,
                              labels=labels if labels is not None else open_labels,
                              bad_rows=bad_rows, dedupe=dedupe and split == "train",
@@ -262,7 +262,7 @@ def check_splits(sources, packer, model_dir, max_seq_length, open_labels, vocabu
         if split == "train" and labels is None:
             labels = vocabulary(result.label_counts)
         if chief:
-            save_json(os.path.join(model_dir, f"data_check_{split}.json"), result.report)
+            save_json(fs.join(model_dir, f"data_check_{split}.json"), result.report)
             print("\n".join(summary_lines(result.report)))
     return results, labels
 

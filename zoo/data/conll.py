@@ -9,11 +9,11 @@ that is not O/B-/I-, invalid UTF-8) becomes a `BadRow` naming its file, line and
 to predict on need no tags.
 """
 import dataclasses
-import glob
-import os
 from typing import List, Optional
 
-from zoo.data.text_files import BadRow, DataError, check_file
+from zoo.base import fs
+from zoo.data.sources import expand_shards
+from zoo.data.text_files import BadRow, check_file
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,8 +60,6 @@ def _tag_problem(tag):
 
 def iter_conll(path, require_tags=True):
     """Yields a `Sentence` or a `BadRow` for every sentence of a CoNLL file, in order."""
-    if not os.path.exists(path):
-        raise DataError(f"{path}: no such file")
     tokens, tags, problem, first = [], [], None, None
 
     def sentence():
@@ -70,7 +68,7 @@ def iter_conll(path, require_tags=True):
         return Sentence(tokens, to_iob2(tags) if tags else None, f"{path}:{first}")
 
     check_file(path)
-    with open(path, "rb") as f:
+    with fs.open(path, "rb") as f:
         for number, raw in enumerate(f, start=1):
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]
@@ -108,13 +106,7 @@ class ConllSource:
     def __init__(self, pattern, require_tags=True):
         self.pattern = pattern
         self.require_tags = require_tags
-        self.shards = []
-        for part in filter(None, (p.strip() for p in pattern.split(","))):
-            matched = sorted(glob.glob(os.path.expanduser(part)))
-            if not matched:
-                raise DataError(f"{part}: no such file" if not glob.has_magic(part)
-                                else f"{part}: no file matches this pattern")
-            self.shards += [m for m in matched if m not in self.shards]
+        self.shards = expand_shards(pattern)
         self.pair = False
         self.has_id = False
 

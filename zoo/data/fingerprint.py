@@ -1,7 +1,8 @@
 """Fingerprints of training data, recorded in MODEL_DIR/run.json (`zoo.training.run_record`)
 so that a rerun on changed data is caught before it resumes."""
 import hashlib
-import os
+
+from zoo.base import fs
 
 FINGERPRINT_BYTES = 1 << 20
 
@@ -9,9 +10,9 @@ FINGERPRINT_BYTES = 1 << 20
 def file_fingerprint(path):
     """{path, bytes, sha1 of the first MiB}: a changed file is caught without reading it all."""
     digest = hashlib.sha1()
-    with open(path, "rb") as f:
+    with fs.open(path, "rb") as f:
         digest.update(f.read(FINGERPRINT_BYTES))
-    return dict(path=os.path.abspath(path), bytes=os.path.getsize(path),
+    return dict(path=fs.absolute(path), bytes=fs.size(path),
                 head_sha1=digest.hexdigest())
 
 

@@ -2,9 +2,9 @@
 each has, read through `zoo.data.specs.GlueFolder` by the mrpc, sst2 and stsb kinds.
 """
 import dataclasses
-import os
 from typing import Optional
 
+from zoo.base import fs
 from zoo.data.text_files import Columns
 
 FILES = dict(train="train.tsv", eval="dev.tsv", predict="test.tsv")
@@ -42,4 +42,4 @@ TASKS = {
 
 def split_file(data_dir, split):
     """The file of a split in a GLUE folder."""
-    return os.path.join(data_dir, FILES[split])
+    return fs.join(data_dir, FILES[split])

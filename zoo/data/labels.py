@@ -16,13 +16,13 @@ export use the same ids and names.
 """
 import json
 import math
-import os
 
 import numpy as np
 import tensorflow as tf
 
+from zoo.base import fs
 from zoo.base.errors import UsageError
-from zoo.base.files import save_json
+from zoo.base.files import load_json, save_json
 from zoo.data.text_files import DataError
 
 LABELS_FILE = "labels.json"
@@ -45,7 +45,7 @@ def label_names_file(path):
     """A file of label names, one per line: line i names raw label "i" (GoEmotions'
     `emotions.txt`) -> a label map {"0": name, ...}."""
     try:
-        with open(path, encoding="utf-8") as f:
+        with fs.open(path, encoding="utf-8") as f:
             names = [line.strip() for line in f if line.strip()]
     except OSError as e:
         raise UsageError(f"{path}: cannot read the label names ({e.strerror})") from None
@@ -80,17 +80,16 @@ def _list_problem(raw, items, known):
 def save_kind(model_dir, kind, config):
     """Writes `labels.json`: the kind of label (`kind`) and what it needs (`config`).
     Atomic: under multi-worker training other workers may read it while the chief writes."""
-    os.makedirs(model_dir, exist_ok=True)
-    save_json(os.path.join(model_dir, LABELS_FILE), dict(kind=kind, **config))
+    fs.makedirs(model_dir)
+    save_json(fs.join(model_dir, LABELS_FILE), dict(kind=kind, **config))
 
 
 def load_kind(model_dir):
     """(kind, config) saved in `model_dir`'s labels.json (`save_kind`)."""
-    path = os.path.join(model_dir, LABELS_FILE)
-    if not os.path.exists(path):
+    path = fs.join(model_dir, LABELS_FILE)
+    saved = load_json(path)
+    if saved is None:
         raise FileNotFoundError(f"{path}: no labels; train a model in this dir first")
-    with open(path, encoding="utf-8") as f:
-        saved = json.load(f)
     return saved.pop("kind", LabelVocab.KIND), saved
 
 
@@ -118,6 +117,17 @@ def _one_number(labels):
         except ValueError:
             pass
     return [group for group in by_value.values() if len(group) > 1]
+
+
+def _scores(labels):
+    """Up to three of `labels` that are not whole numbers, if every label is a number (a
+    score written as a label: "0.00" ... "3.90"); [] otherwise."""
+    try:
+        values = [float(label) for label in labels]
+    except ValueError:
+        return []
+    fractions = [label for label, value in zip(labels, values) if not value.is_integer()]
+    return fractions[:3] if fractions else []
 
 
 class LabelVocab:
@@ -164,6 +174,12 @@ class LabelVocab:
                             "classes; write each class one way (or name each with --label_map)")
         if len(raw) < 2:
             raise DataError(f"training data has {len(raw)} distinct label(s) {raw}; need at least 2")
+        if not label_map and _scores(raw):
+            raise DataError(
+                f"the training data's labels look like scores ({len(raw)} distinct numbers, "
+                f"such as {', '.join(_scores(raw))}): as classes each value would be a class "
+                "of its own. For a number per text use --task_type=regression; to keep them as "
+                "classes, name each with --label_map")
         return cls(raw, label_map, **kwargs)
 
     def known(self):
@@ -207,7 +223,7 @@ class LabelVocab:
         """The labels saved in `model_dir`, of whichever kind they are."""
         kind, saved = load_kind(model_dir)
         if kind not in KINDS:
-            raise UsageError(f"{os.path.join(model_dir, LABELS_FILE)}: labels of a {kind} "
+            raise UsageError(f"{fs.join(model_dir, LABELS_FILE)}: labels of a {kind} "
                              "model; use the model dir of a run of this task")
         saved.pop("names", None)
         return KINDS[kind](**saved)
@@ -230,7 +246,7 @@ def class_weights(spec, vocab, counts):
         total = sum(by_id)
         return [total / (len(by_id) * n) if n else 1.0 for n in by_id]
     try:
-        with open(spec, encoding="utf-8") as f:
+        with fs.open(spec, encoding="utf-8") as f:
             given = json.load(f)
     except OSError as e:
         raise UsageError(f"{spec}: cannot read the class weights ({e.strerror}); "

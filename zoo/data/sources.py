@@ -8,12 +8,11 @@ row being read, so training and prediction over any number of rows keep a flat m
     for item in source.read(0):  # the first shard
         ...
 """
-import glob
 import json
-import os
 
 import tensorflow as tf
 
+from zoo.base import fs
 from zoo.base.errors import UsageError
 from zoo.base.files import PartialFile
 from zoo.data.text_files import (BadRow, Columns, DataError, check_file, example_from_row,
@@ -26,9 +25,10 @@ def expand_shards(pattern):
     """Sorted files matching a glob, or a comma-separated list of globs/files."""
     shards = []
     for part in filter(None, (p.strip() for p in pattern.split(","))):
-        matched = sorted(glob.glob(os.path.expanduser(part)))
+        fs.check(part)
+        matched = fs.glob(part)
         if not matched:
-            raise DataError(f"{part}: no such file" if not glob.has_magic(part)
+            raise DataError(f"{part}: no such file" if not fs.has_magic(part)
                             else f"{part}: no file matches this pattern")
         for path in matched:
             check_file(path)  # a folder matched, say
@@ -40,8 +40,7 @@ def expand_shards(pattern):
 
 def _tfrecord_rows(path, columns, require_label):
     """Rows of a TFRecord file of `tf.train.Example`s whose features are named like columns."""
-    if not os.path.exists(path):
-        raise DataError(f"{path}: no such file")
+    check_file(path)
     try:
         for number, record in enumerate(tf.data.TFRecordDataset(path).as_numpy_iterator(), 1):
             where = f"{path}:record {number}"

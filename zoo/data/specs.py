@@ -42,9 +42,9 @@ def _one_character(delimiter):
 class SplitFiles:
     """A file (or glob, or comma-separated list) per split."""
 
-    train_file: Optional[str] = setting(None, f"Training data ({_FILES}).")
-    eval_file: Optional[str] = setting(None, f"Evaluation data ({_FILES}).")
-    predict_file: Optional[str] = setting(None, f"Data to predict on ({_FILES}).")
+    train_file: Optional[str] = setting(None, f"Training data ({_FILES}).", path=True)
+    eval_file: Optional[str] = setting(None, f"Evaluation data ({_FILES}).", path=True)
+    predict_file: Optional[str] = setting(None, f"Data to predict on ({_FILES}).", path=True)
 
     def keys(self, split):
         """The data keys that would give `split`."""
@@ -128,7 +128,7 @@ class FolderFiles(SplitFiles):
 
     data_dir: Optional[str] = setting(
         None, "A GLUE-layout folder: train.tsv (train), dev.tsv (eval) and test.tsv (predict). "
-        "--train_file etc. override single files.")
+        "--train_file etc. override single files.", path=True)
 
     def keys(self, split):
         return [f"{split}_file", "data_dir"]
@@ -199,11 +199,12 @@ class TextColumns(FolderFiles):
     label_map: str = setting("", "Names for raw labels, e.g. '-1:negative,0:neutral,1:positive'.")
     label_names_file: Optional[str] = setting(
         None, "A file whose line i names raw label i (e.g. GoEmotions' emotions.txt); instead "
-        "of --label_map.")
+        "of --label_map.", path=True)
     tfds_name: Optional[str] = setting(
         None, "Read a TensorFlow Datasets dataset instead of files, e.g. glue/mrpc (text "
         "columns of common GLUE configs are known).")
-    tfds_data_dir: Optional[str] = setting(None, "TFDS data directory (default: TFDS's own).")
+    tfds_data_dir: Optional[str] = setting(None, "TFDS data directory (default: TFDS's own).",
+                                           path=True)
     tfds_train_split: str = setting("train", "TFDS split for training.")
     tfds_eval_split: str = setting("validation", "TFDS split for evaluation.")
     tfds_predict_split: str = setting("test", "TFDS split for prediction.")

@@ -17,6 +17,7 @@ from typing import List, Tuple
 
 import numpy as np
 
+from zoo.base import fs
 from zoo.data.fingerprint import data_fingerprint
 from zoo.data.text_files import DataError, check_file
 
@@ -181,7 +182,7 @@ class SquadFile:
         if self.articles is None:
             for _ in self._in_file_order():
                 pass
-        with open(self.path, "rb") as f:
+        with fs.open(self.path, "rb") as f:
             for a in order:
                 article = self.articles[a]
                 f.seek(article.offset)
@@ -194,7 +195,7 @@ class SquadFile:
     def _in_file_order(self):
         articles, count = [], 0
         check_file(self.path)
-        with open(self.path, "rb") as f:
+        with fs.open(self.path, "rb") as f:
             reader = _Reader(f, self.path)
             if reader.peek() != "{":
                 raise DataError(f"{self.path}: expected SQuAD JSON with a top-level 'data' list")

@@ -14,12 +14,12 @@ is predicted in the window where its first piece has the most context). Entities
 from tags as the CoNLL scorer reads them (`decode_entities`).
 """
 import itertools
-import os
 
 import numpy as np
 import tensorflow as tf
 import tensorflow_text as text
 
+from zoo.base import fs
 from zoo.base.errors import UsageError
 from zoo.data import labels, windows
 from zoo.data.conll import Sentence, entity_type
@@ -87,7 +87,7 @@ class TagVocab:
     def load(cls, model_dir):
         kind, saved = labels.load_kind(model_dir)
         if kind != cls.KIND:
-            raise UsageError(f"{os.path.join(model_dir, LABELS_FILE)}: labels of a {kind} "
+            raise UsageError(f"{fs.join(model_dir, LABELS_FILE)}: labels of a {kind} "
                              "model, not tags; use the model dir of a tagging run")
         return cls(saved["tags"])
 

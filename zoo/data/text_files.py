@@ -7,8 +7,9 @@ mark. TSV files are split on tabs with no quoting (as GLUE's are); CSV files use
 import csv
 import dataclasses
 import json
-import os
 from typing import Optional
+
+from zoo.base import fs
 
 
 class DataError(ValueError):
@@ -64,19 +65,20 @@ def file_format(path, delimiter=None):
 
 def check_file(path):
     """A `DataError` unless `path` is a readable file (not missing, not a directory)."""
-    if not os.path.exists(path):
+    fs.check(path)
+    if not fs.exists(path):
         raise DataError(f"{path}: no such file")
-    if os.path.isdir(path):
+    if fs.isdir(path):
         raise DataError(f"{path}: a directory, not a file (give its files, e.g. "
-                        f"{os.path.join(path, '*.csv')})")
-    if not os.access(path, os.R_OK):
+                        f"{fs.join(path, '*.csv')})")
+    if not fs.readable(path):
         raise DataError(f"{path}: not readable (permission denied)")
 
 
 def _lines(path, problems):
     """Yields (line number, text) of a UTF-8 file; an undecodable line goes to `problems`."""
     check_file(path)
-    with open(path, "rb") as f:
+    with fs.open(path, "rb") as f:
         for number, raw in enumerate(f, start=1):
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
                 raw = raw[3:]

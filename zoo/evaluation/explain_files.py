@@ -8,8 +8,8 @@ same rows. Both files appear complete or not at all.
 """
 import html
 import json
-import os
 
+from zoo.base import fs
 from zoo.base.files import PartialFile, written
 from zoo.base.errors import UsageError
 from zoo.data.sources import iterate
@@ -22,7 +22,7 @@ DEFAULT_BATCH = 4
 
 def html_path(path):
     """The HTML page written beside the JSON lines file `path`."""
-    return os.path.splitext(path)[0] + ".html"
+    return path[:-len(".jsonl")] + ".html" if path.lower().endswith(".jsonl") else path + ".html"
 
 
 def check_path(path):
@@ -37,7 +37,7 @@ def explain_to_file(explain, source, path, bad_rows="error", batch_size=DEFAULT_
     segment) -> one dict per text (`zoo.evaluation.explanations.rows`)."""
     check_path(path)
     lines, page = PartialFile(path), PartialFile(html_path(path))
-    page.file.write(explanations.PAGE_HEAD.format(title=html.escape(os.path.basename(path))))
+    page.file.write(explanations.PAGE_HEAD.format(title=html.escape(fs.basename(path))))
     rejected, batch = 0, []
 
     def flush():

@@ -1,9 +1,23 @@
-"""PNG plots written to the model dir: training curves and the confusion matrix."""
+"""PNG plots written to the model dir: training curves and the confusion matrix.
+
+Each is written whole (`zoo.base.files.save_bytes`), so a model dir in a bucket gets them too."""
+import io
+
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  pylint: disable=wrong-import-position
 import numpy as np  # noqa: E402  pylint: disable=wrong-import-position
+
+from zoo.base.files import save_bytes  # noqa: E402  pylint: disable=wrong-import-position
+
+
+def _save(fig, path):
+    """Writes `fig` as a PNG to `path` (any file system) and closes it."""
+    data = io.BytesIO()
+    fig.savefig(data, format="png", dpi=100)
+    plt.close(fig)
+    save_bytes(path, data.getvalue())
 
 
 def plot_history(history, path):
@@ -29,8 +43,7 @@ def plot_history(history, path):
     if metrics:
         metric_ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def plot_confusion(matrix, names, path):
@@ -52,8 +65,7 @@ def plot_confusion(matrix, names, path):
                         color="white" if matrix[i, j] > threshold else "black")
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def plot_scatter(gold, predicted, path, title="predicted vs gold"):
@@ -66,5 +78,4 @@ def plot_scatter(gold, predicted, path, title="predicted vs gold"):
         ax.plot([low, high], [low, high], color="gray", linewidth=1)
     ax.set(xlabel="gold", ylabel="predicted", title=title)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _save(fig, path)

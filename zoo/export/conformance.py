@@ -17,7 +17,6 @@ where no TF Serving binary runs (`zoo check-export DIR`).
 """
 import base64
 import functools
-import glob
 import json
 import os
 import subprocess
@@ -27,6 +26,7 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_text
 
+from zoo.base import files, fs
 from zoo.base.errors import UsageError
 
 SERVING_TEXT_VERSION = "2.20.0"
@@ -86,7 +86,7 @@ def export_ops(export_dir):
     graph's own functions are not ops)."""
     from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=import-outside-toplevel
     saved = saved_model_pb2.SavedModel()
-    with open(os.path.join(export_dir, "saved_model.pb"), "rb") as f:
+    with fs.open(fs.join(export_dir, "saved_model.pb"), "rb") as f:
         saved.ParseFromString(f.read())
     counts = {}
     for meta in saved.meta_graphs:
@@ -128,10 +128,14 @@ class SessionModel:
     {input name: array})` -> {output name: array}."""
 
     def __init__(self, export_dir):
-        if not os.path.exists(os.path.join(export_dir, "saved_model.pb")):
-            found = glob.glob(os.path.join(export_dir, "*", "saved_model.pb"))
-            hint = f" (the export is {os.path.dirname(found[0])})" if found else ""
+        fs.check(export_dir, "the export")
+        if not fs.exists(fs.join(export_dir, "saved_model.pb")):
+            found = files.export_inside(export_dir)
+            hint = f" (the export is {found})" if found else ""
             raise UsageError(f"{export_dir}: no saved_model.pb{hint}")
+        incomplete = files.check_complete(export_dir)
+        if incomplete:
+            raise UsageError(f"{export_dir}: not a whole export ({incomplete})")
         self.graph = tf.Graph()
         self.session = tf.compat.v1.Session(graph=self.graph)
         with self.graph.as_default():
@@ -293,5 +297,5 @@ def check(export_dir):
     ok = not problems and all(
         "error" not in s and s["rest_rows"] and s["rest_columns"] and s["grpc"]
         for s in signatures.values())
-    return dict(export=os.path.abspath(export_dir), ok=ok, ops=len(ops), problems=problems,
+    return dict(export=fs.absolute(export_dir), ok=ok, ops=len(ops), problems=problems,
                 signatures=signatures)

@@ -28,6 +28,7 @@ import tensorflow_text as text
 from tensorflow.lite.python import schema_py_generated as schema
 from tensorflow.lite.tools import flatbuffer_utils
 
+from zoo.base import fs
 from zoo.base.errors import UsageError
 from zoo.base.files import atomic_directory
 from zoo.export import savedmodel
@@ -176,7 +177,7 @@ def export(export_dir, module, quantization="dynamic", representative=None, meta
     with atomic_directory(export_dir) as staging:
         with open(os.path.join(staging, FILE_NAME), "wb") as f:
             f.write(model)
-    return os.path.join(os.path.abspath(export_dir), FILE_NAME)
+    return fs.join(fs.absolute(export_dir), FILE_NAME)
 
 
 def export_text_model(export_dir, core, packer, outputs, label_names=None, pair=False,

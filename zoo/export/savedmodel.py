@@ -9,12 +9,11 @@ one SavedModel, each as one flat function (`zoo.export.flat_serving`; weights th
 once).
 """
 import inspect
-import os
 
 import numpy as np
 import tensorflow as tf
 
-from zoo.base import stages
+from zoo.base import fs, stages
 from zoo.base.errors import OutputError
 from zoo.base.files import atomic_directory
 from zoo.data import tagging as tagging_data
@@ -44,7 +43,7 @@ def save(export_dir, signatures):
         reason = getattr(e, "strerror", None) or stages.first_line(e)
         raise OutputError(f"export to {export_dir} failed ({reason}); the export that was there "
                           "is unchanged") from e
-    return os.path.abspath(export_dir)
+    return fs.absolute(export_dir)
 
 
 def named_function(fn, names, specs):

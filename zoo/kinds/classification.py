@@ -14,12 +14,12 @@ the kind of label: `open_labels` / `vocabulary`, `build_core`, `loss`, `metrics`
 """
 import dataclasses
 import itertools
-import os
 
 import numpy as np
 import tensorflow as tf
 import tf_keras as keras
 
+from zoo.base import fs
 from zoo.base.fields import override, setting
 from zoo.data import check, specs
 from zoo.data.labels import LabelVocab, OpenLabels, class_weights, parse_label_map
@@ -113,7 +113,7 @@ def trained_pooling(model_dir, encoder_handle, name=None):
     if saved is not None and saved.get("encoder_handle") == encoder_handle:
         pooling = saved.get("pooling") or "cls"
         return pooling.get(name, "cls") if isinstance(pooling, dict) else pooling
-    if saved is None and os.path.isdir(os.path.join(model_dir, "checkpoints")):
+    if saved is None and fs.isdir(fs.join(model_dir, "checkpoints")):
         return "cls"
     return None
 
@@ -203,11 +203,11 @@ class Classification(LabelledRows):
     def plot(self, results, outputs, targets):
         del outputs, targets
         plots.plot_confusion(results["confusion_matrix"], self.labels.names,
-                             os.path.join(self.settings.model_dir, "confusion_matrix.png"))
+                             fs.join(self.settings.model_dir, "confusion_matrix.png"))
 
     def report_errors(self, source, outputs, targets):
         """MODEL_DIR/errors.csv: the eval rows the model got wrong (`zoo.evaluation.errors`)."""
-        errors.write_errors(os.path.join(self.settings.model_dir, errors.ERRORS_FILE),
+        errors.write_errors(fs.join(self.settings.model_dir, errors.ERRORS_FILE),
                             evaluated_rows(source, self.labels), self.transform(outputs).numpy(),
                             targets, self.labels.names)
 

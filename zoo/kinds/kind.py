@@ -11,6 +11,22 @@ from typing import Mapping, Tuple
 
 from zoo.base.fields import as_declared, check_fields, flag_fields
 from zoo.run import runner
+from zoo.training import run_record
+
+# What a trained model dir's record (run.json's `values`) gives the modes that use the model
+# (eval, predict, export, explain) where they leave it out: what the model is (its encoder and
+# preprocessor, sequence length, pooling, labels, score range, threshold, windows, and which
+# checkpoint: the best one with --keep_best) and how its rows are read (columns, delimiter,
+# header, quoting). Paths, the training schedule, the runtime and the export's own settings are
+# each run's own.
+RECORDED = ("encoder_handle", "preprocessor_handle", "max_seq_length", "keep_best",
+            "pooling", "label_map",
+            "score_range", "label_separator", "threshold", "doc_stride", "max_query_length",
+            "n_best_size", "max_answer_length", "version_2_with_negative",
+            "null_score_diff_threshold", "text_column", "text_b_column", "label_column",
+            "id_column", "delimiter", "header", "quoting")
+USING_MODES = ("eval", "predict", "export", "explain")  # modes that use a trained model
+ALTERNATIVES = {"label_map": ("label_names_file",)}  # a recorded key and what replaces it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +71,34 @@ class Kind:
         fields = {f.name for f in dataclasses.fields(self.settings)} - set(not_settings)
         return sorted(set(values) - self.data_keys() - fields)
 
+    def recorded(self, settings, data):
+        """{key: value} of `RECORDED` that this kind has, from its settings (as the data made
+        them: a label map read from --label_names_file) or else its data spec: what its training
+        run records for later modes (run.json's `values`)."""
+        found = {}
+        for key in RECORDED:
+            for source in (settings, data):
+                if any(f.name == key for f in dataclasses.fields(source)):
+                    found[key] = getattr(source, key)
+                    break
+        return found
+
+    def with_record(self, mode, values, given):
+        """`values` with the model dir's recorded values (run.json's `values`) in place of the
+        keys not in `given` (what the user gave; nor a key whose alternative was given: a label
+        map for --label_names_file), for a mode that uses a model trained as this kind. A mode
+        that trains, a model dir without a record, or one of another kind (which the restore
+        refuses, naming the kind) takes `values` as they are."""
+        record = run_record.load(values["model_dir"]) if mode in USING_MODES and \
+            values.get("model_dir") else None
+        if not record or record.get("kind") != self.name:
+            return values
+        known = self.data_keys() | {f.name for f in dataclasses.fields(self.settings)}
+        taken = set(given) | {key for key, instead in ALTERNATIVES.items()
+                              if any(other in given for other in instead)}
+        return dict(values, **{k: v for k, v in (record.get("values") or {}).items()
+                               if k in known and k not in taken})
+
     def parts(self, values):
         """(data spec, settings) from {key: value} as a tasks.json entry gives them: the data
         keys make the data spec, the others are settings."""
@@ -72,8 +116,10 @@ class Kind:
 
     def run(self, mode, settings, data, started=None):
         """Runs one mode of this kind (`zoo.run.runner.run`, which calls `started()` once the
-        run has started) on `data` (a data spec)."""
-        return runner.run(mode, self.task, settings, self.reader(data, settings), started)
+        run has started) on `data` (a data spec). A training run records the kind's name and
+        `recorded` values in run.json."""
+        return runner.run(mode, self.task, settings, self.reader(data, settings), started,
+                          recorded=dict(kind=self.name, values=self.recorded(settings, data)))
 
     def main_metric(self, results, prefix=""):
         """(metric, value) of the first main metric in `results` (keys `prefix + metric`), or

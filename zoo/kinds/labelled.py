@@ -6,8 +6,8 @@ labels, bad rows, duplicates, token lengths. The vocabulary is learned from the 
 and saved as `labels.json` in the model dir; a resumed run whose training data has other labels
 stops. `--mode=check_data` checks every split given and reports every bad row.
 """
-import os
 
+from zoo.base import fs
 from zoo.base.errors import UsageError
 from zoo.data import check
 from zoo.data.fingerprint import data_fingerprint
@@ -55,8 +55,8 @@ class LabelledRows(runner.Task):
         if evaluate_each_epoch:
             self.sources["eval"] = self.read_split("eval")
         self.checks, self.labels = self.check_splits(self.sources)
-        saved = os.path.join(self.settings.model_dir, LABELS_FILE)
-        if os.path.exists(saved):
+        saved = fs.join(self.settings.model_dir, LABELS_FILE)
+        if fs.exists(saved):
             previous = self.load_labels().outputs()
             if previous != self.labels.outputs():
                 raise UsageError(f"{saved}: labels {previous} differ from the training data's "
@@ -93,8 +93,8 @@ class LabelledRows(runner.Task):
         does) instead of stopping at the first. Returns {split: report}."""
         sources = check.given_splits(self.read_split)
         labels = None
-        if "train" not in sources and os.path.exists(
-                os.path.join(self.settings.model_dir, LABELS_FILE)):
+        if "train" not in sources and fs.exists(
+                fs.join(self.settings.model_dir, LABELS_FILE)):
             labels = self.load_labels()
         checks, _ = self.check_splits(sources, labels, bad_rows="skip")
         return {split: result.report for split, result in checks.items()}

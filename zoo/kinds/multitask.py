@@ -18,11 +18,11 @@ step). The export holds a signature per task (the first is also `serving_default
 the encoder's variables, which are stored once.
 """
 import dataclasses
-import os
 import re
 from functools import partial
 from typing import Optional
 
+from zoo.base import fs
 from zoo.base.errors import UsageError
 from zoo.base.fields import check_fields, override, setting
 from zoo.base.files import load_json, save_json
@@ -89,7 +89,7 @@ def task_parts(settings, name):
     values = {f.name: getattr(settings, f.name) for f in dataclasses.fields(RunSettings)
               if f.name in fields}
     values.update({k: v for k, v in spec.items() if k != "kind"})
-    values["model_dir"] = os.path.join(settings.model_dir, "tasks", name)
+    values["model_dir"] = fs.join(settings.model_dir, "tasks", name)
     return (kind, *kind.parts(values))
 
 
@@ -147,7 +147,7 @@ class MultiTask(runner.Task):
         for name in self.settings.tasks:
             kind, data, sub = task_parts(self.settings, name)
             sub = kind.task.resolve_settings(sub, self.settings.model_dir, name)
-            os.makedirs(sub.model_dir, exist_ok=True)
+            fs.makedirs(sub.model_dir)
             self.kinds[name] = kind
             self.tasks[name] = kind.task(runner.Run(run.mode, sub, run.strategy, run.compute),
                                          _reader(kind, data, sub, _place(self.settings, name)))
@@ -181,7 +181,7 @@ class MultiTask(runner.Task):
         print("task mix:", ", ".join(f"{n} {m['probability']:.3f} (~{m['steps_per_epoch']} steps"
                                      " an epoch)" for n, m in mixture["tasks"].items()))
         if self.run.chief:
-            save_json(os.path.join(self.settings.model_dir, "mixture.json"), mixture)
+            save_json(fs.join(self.settings.model_dir, "mixture.json"), mixture)
         return runner.TrainingData(
             self.steps_per_epoch * batch, "examples",
             {name: d.fingerprint for name, d in data.items()},
@@ -254,7 +254,7 @@ class MultiTask(runner.Task):
     def evaluated(self, results):
         """MODEL_DIR/best_per_task.json: each task's best evaluation by its main metric."""
         step = results.get("step")
-        path = os.path.join(self.settings.model_dir, BEST_FILE)
+        path = fs.join(self.settings.model_dir, BEST_FILE)
         best = load_json(path, missing={})
         for name, kind in self.kinds.items():
             found = kind.main_metric(results, prefix=f"{name}/")
@@ -281,19 +281,19 @@ class MultiTask(runner.Task):
         return found
 
     def check_output(self, path):
-        if os.path.exists(path) and not os.path.isdir(path):
+        if fs.exists(path) and not fs.isdir(path):
             raise UsageError(f"--output_file={path} is a file; a multi-task run predicts into a "
                              "directory (TASK/predictions.* for each task)")
         for name, task in self._predicting().items():
-            task.check_output(os.path.join(path, name, task.PREDICTIONS))
+            task.check_output(fs.join(path, name, task.PREDICTIONS))
 
     def predict(self, core, path):
         """Each task that has predict data predicts into PATH/TASK/ (its `PREDICTIONS` file);
         returns the rows written in all."""
         count = 0
         for name, task in self._predicting().items():
-            out = os.path.join(path, name, task.PREDICTIONS)
-            os.makedirs(os.path.dirname(out), exist_ok=True)
+            out = fs.join(path, name, task.PREDICTIONS)
+            fs.makedirs(fs.dirname(out))
             written = task.predict(core[name], out)
             print(f"{name}: wrote {written} rows to {out}")
             count += written

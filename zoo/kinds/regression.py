@@ -7,11 +7,11 @@ scores (`scatter.png`); predictions and the export give `score`. With a score ra
 (`--score_range=0,5`), a score outside it, like one that is not a number, is a bad row.
 """
 import dataclasses
-import os
 
 import tensorflow as tf
 import tf_keras as keras
 
+from zoo.base import fs
 from zoo.base.fields import override, setting
 from zoo.data import specs
 from zoo.data.labels import ScoreLabels
@@ -66,7 +66,7 @@ class Regression(classification.Classification):
         return dict(loss=results["mse"], **results)
 
     def plot(self, results, outputs, targets):
-        plots.plot_scatter(targets, outputs, os.path.join(self.settings.model_dir, "scatter.png"),
+        plots.plot_scatter(targets, outputs, fs.join(self.settings.model_dir, "scatter.png"),
                            f"predicted vs gold (Pearson {results['pearson']:.3f}, "
                            f"Spearman {results['spearman']:.3f})")
 

@@ -14,13 +14,12 @@ the best threshold on the eval set); `predict` also writes `null_odds.json` (tha
 per question).
 """
 import dataclasses
-import os
 
 import numpy as np
 import tensorflow as tf
 import tf_keras as keras
 
-from zoo.base import stages
+from zoo.base import fs, stages
 from zoo.base.fields import override, setting
 from zoo.base.files import JsonObjectWriter, written
 from zoo.data import specs, squad_windows, windows
@@ -217,16 +216,16 @@ class Squad(runner.Task):
         return results
 
     def default_output_file(self):
-        return os.path.join(self.settings.model_dir, "predictions.json")
+        return fs.join(self.settings.model_dir, "predictions.json")
 
     def predict(self, core, path):
         """predictions.json (id -> answer) and nbest_predictions.json beside it (SQuAD 2.0:
         also null_odds.json, id -> null score - best span score), written as answers come;
         returns the number of questions."""
-        folder = os.path.dirname(os.path.abspath(path))
+        folder = fs.dirname(path)
         names = ["nbest_predictions.json"] + (
             ["null_odds.json"] if self.settings.version_2_with_negative else [])
-        writers = [JsonObjectWriter(path)] + [JsonObjectWriter(os.path.join(folder, name))
+        writers = [JsonObjectWriter(path)] + [JsonObjectWriter(fs.join(folder, name))
                                               for name in names]
         with written(*writers):
             for example, entries, null_score in self.answers(

@@ -21,7 +21,7 @@ import tensorflow as tf
 import tensorflow_hub as hub
 import tensorflow_text  # noqa: F401  (registers the ops a preprocessor needs; tensorflow/hub#705)
 
-from zoo.base import stages
+from zoo.base import fs, stages
 from zoo.hub_build import build as hub_build
 
 TFHUB = "https://tfhub.dev/tensorflow"
@@ -92,7 +92,9 @@ MODELS = {
     **_small_berts(),
 }
 DEFAULT_MODEL = "minilm_l6_h384_uncased"
-URL_PREFIXES = ("http://", "https://", "gs://")
+# Handles hub resolves itself (tfhub.dev, Kaggle, compressed models): zoo never looks inside.
+URL_PREFIXES = ("http://", "https://")
+ARCHIVES = (".tar.gz", ".tgz")
 
 
 class HandleError(ValueError):
@@ -129,7 +131,12 @@ def ensure_built(source):
 
 
 def _is_saved_model(path):
-    return os.path.exists(os.path.join(path, "saved_model.pb"))
+    return fs.exists(fs.join(path, "saved_model.pb"))
+
+
+def is_url(handle):
+    """Whether hub resolves `handle` itself: a web URL, or a compressed model (in a bucket)."""
+    return handle.startswith(URL_PREFIXES) or handle.endswith(ARCHIVES)
 
 
 def _resolve(handle, part):
@@ -138,13 +145,13 @@ def _resolve(handle, part):
         return os.path.join(ensure_built(handle[len(LOCAL):]), part)
     if handle in MODELS:
         return _resolve(getattr(MODELS[handle], part), part)
-    if handle.startswith(URL_PREFIXES):
+    if is_url(handle):
         return handle
-    if os.path.isdir(handle):
+    if fs.problem(handle) is None and fs.isdir(handle):  # a local folder, or one in a bucket
         if _is_saved_model(handle):
             return handle
-        if _is_saved_model(os.path.join(handle, part)):  # a zoo-build-hub output folder
-            return os.path.join(handle, part)
+        if _is_saved_model(fs.join(handle, part)):  # a zoo-build-hub output folder
+            return fs.join(handle, part)
         raise HandleError(
             f"{handle}: directory holds no SavedModel (no saved_model.pb, nor {part}/saved_model.pb)")
     raise HandleError(
@@ -163,8 +170,8 @@ def resolve_handles(encoder_handle=DEFAULT_MODEL, preprocessor_handle=None):
         return encoder, _resolve(preprocessor_handle, "preprocessor")
     if encoder_handle in MODELS:
         return encoder, _resolve(MODELS[encoder_handle].preprocessor, "preprocessor")
-    sibling = os.path.join(os.path.dirname(os.path.normpath(encoder)), "preprocessor")
-    if not encoder.startswith(URL_PREFIXES) and _is_saved_model(sibling):
+    if not is_url(encoder) and _is_saved_model(
+            sibling := fs.join(fs.dirname(encoder), "preprocessor")):
         return encoder, sibling
     raise HandleError(
         f"no preprocessor known for encoder {encoder_handle!r}; pass --preprocessor_handle")
@@ -207,9 +214,9 @@ def _build_info(encoder_handle):
     """The zoo-build-hub build info of an encoder (a locally built name, its output folder or
     the `encoder/` in it); {} for any other encoder (a URL, a SavedModel folder)."""
     encoder = _resolve(encoder_handle, "encoder")
-    if encoder.startswith(URL_PREFIXES):
+    if is_url(encoder):
         return {}
-    return hub_build.build_info(os.path.dirname(os.path.normpath(encoder))) or {}
+    return hub_build.build_info(fs.dirname(encoder)) or {}
 
 
 def default_pooling(encoder_handle):
@@ -291,8 +298,8 @@ _PREPROCESSORS = {}  # what `load_preprocessor` loaded in this process, by `_pre
 def _preprocessor_key(handle, on_tpu):
     """A handle's identity for reuse: with a local SavedModel, the modification time of its
     saved_model.pb (a rebuilt one is loaded anew)."""
-    path = os.path.join(handle, "saved_model.pb")
-    return handle, on_tpu, os.stat(path).st_mtime_ns if os.path.exists(path) else None
+    path = fs.join(handle, "saved_model.pb")
+    return handle, on_tpu, None if is_url(handle) or not fs.exists(path) else fs.mtime_ns(path)
 
 
 def load_preprocessor(handle, on_tpu=False):
@@ -333,7 +340,7 @@ def is_available_offline(handle):
             return True
         except ValueError:
             return False
-    if handle.startswith(URL_PREFIXES):
+    if is_url(handle):
         tfhub_cache = os.environ.get("TFHUB_CACHE_DIR") or os.path.join(
             os.environ.get("TMPDIR", "/tmp"), "tfhub_modules")
         digest = hashlib.sha1(handle.encode("utf8")).hexdigest()

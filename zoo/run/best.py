@@ -10,10 +10,11 @@ patience of N, training stops after N evaluations in a row without a better valu
 run that stopped early does not train again. The export, and eval / predict / export runs with
 `--keep_best`, use the best checkpoint.
 """
-import os
 
 import tensorflow as tf
 
+from zoo.base import fs
+from zoo.base.progress import number
 from zoo.base.errors import UsageError
 from zoo.base.files import load_json, save_json
 from zoo.training import checkpoints, distribute
@@ -29,7 +30,7 @@ def metric_key(metric):
 
 def load(model_dir):
     """The saved record of the best evaluation, or None."""
-    return load_json(os.path.join(model_dir, BEST_FILE))
+    return load_json(fs.join(model_dir, BEST_FILE))
 
 
 def check_settings(settings, mode, metrics):
@@ -93,8 +94,8 @@ class Best:
         if stop:
             self.record["stopped_early"] = dict(step=step, epoch=epoch)
         if distribute.is_chief(self.strategy):
-            save_json(os.path.join(self.model_dir, BEST_FILE), self.record)
-        print(f"best {self.metric}: {self.record['value']} at step {self.record['step']}"
+            save_json(fs.join(self.model_dir, BEST_FILE), self.record)
+        print(f"best {self.metric}: {number(self.record['value'])} at step {self.record['step']}"
               + (f"; stopping: {self.patience} evaluations without a better one" if stop
                  else ""))
         return stop

@@ -14,23 +14,23 @@ its settings and data by a `zoo.kinds.kind.Kind`; a new kind never copies this p
 """
 import contextlib
 import dataclasses
-import json
-import os
 import time
 from typing import Any
 
 import tf_keras as keras
 
+from zoo.base import fs
 from zoo.base import stages
 from zoo.base.errors import UsageError
 from zoo.base.fields import check_fields
 from zoo.base.files import save_json
 from zoo.compute import Compute, precision
+from zoo.data.text_files import DataError
 from zoo.evaluation import explain_files, plots
 from zoo.export import frozen_core, litert, savedmodel
 from zoo.model import hub
 from zoo.model.cores import TextPacker, encoder_variables, head_variables
-from zoo.run import best, lock
+from zoo.run import best, lock, paths, report
 from zoo.run.paths import WRITING_MODES, check_output_file
 from zoo.run.settings import MODES, RunSettings, start_run
 from zoo.training import checkpoints, distribute, loop
@@ -47,8 +47,10 @@ class Run:
     restore whose model dir was trained with another model stops before either.
     """
 
-    def __init__(self, mode, settings, strategy, compute: Compute):
+    def __init__(self, mode, settings, strategy, compute: Compute, recorded=None):
         self.mode = mode
+        self.report = report.Report(settings.print_json)
+        self.recorded = recorded or {}  # what run.json records of the kind (`Kind.run`)
         self.settings = settings  # the task's settings class, a `RunSettings`
         self.strategy = strategy
         self.compute = compute
@@ -258,7 +260,7 @@ class Task:
         raise NotImplementedError
 
 
-def start(mode, task_class, settings: RunSettings, read_split=None):
+def start(mode, task_class, settings: RunSettings, read_split=None, recorded=None):
     """The task of a run, started: mode and settings checked, model dir, strategy, precisions
     and fusion resolved, the preprocessor loaded. `run` uses it; so can a benchmark or a
     notebook that wants a trained model (`restored(start("predict", ...))`)."""
@@ -275,17 +277,33 @@ def start(mode, task_class, settings: RunSettings, read_split=None):
         # --pooling=auto: the source's pooling
         settings = task_class.resolve_settings(settings, source.path, source.task or None)
     settings = task_class.resolve_settings(settings)
-    task = task_class(Run(mode, settings, strategy, compute), read_split)
+    task = task_class(Run(mode, settings, strategy, compute, recorded), read_split)
     task.run.warm_source = source
     return task
 
 
-def run(mode, task_class, settings: RunSettings, read_split, started=None):
+def run(mode, task_class, settings: RunSettings, read_split, started=None, recorded=None):
     """Runs one mode of a task; returns what it produced (training timing, eval results,
     prediction count, export dir, data check reports). A mode that writes into the model dir
     holds its lock (`zoo.run.lock`); `started()`, if given, is called once the run has started
-    (settings checked, model dir ready and locked): the CLIs save their flags then."""
-    task = start(mode, task_class, settings, read_split)
+    (settings checked, model dir ready and locked): the CLIs save their flags then. `recorded`
+    ({"kind": name, "values": {...}}) goes into a training run's run.json, for later modes.
+
+    A training run refused before its first checkpoint (bad flags, data or handles) takes back
+    what it put into the model dir (its flags, record, labels, lock; the dir itself if it made
+    it): a corrected rerun starts clean, and no model dir is left that holds no model."""
+    before = paths.entries(settings.model_dir) if mode in TRAINING_MODES else paths.UNTRACKED
+    try:
+        return _run(mode, task_class, settings, read_split, started, recorded)
+    except (UsageError, DataError, hub.HandleError, FileNotFoundError):
+        if before is not paths.UNTRACKED and distribute.chief_from_env() and \
+                not checkpoints.newest_first(settings.model_dir):
+            paths.take_back(settings.model_dir, before)
+        raise
+
+
+def _run(mode, task_class, settings, read_split, started, recorded):
+    task = start(mode, task_class, settings, read_split, recorded)
     writes = mode in WRITING_MODES and task.run.chief
     with lock.held(settings.model_dir, mode) if writes else contextlib.nullcontext():
         if started is not None:
@@ -312,19 +330,24 @@ def _use_trained(task, mode):
         task.check_output(path)
     if mode == "export" and not s.export_dir:
         raise UsageError("--mode=export needs --export_dir")
+    began = time.time()
     core, step = restored(task)
     if mode == "eval":
-        return evaluate(task, core, step=step)
+        results = evaluate(task, core, step=step, announce=False)
+        task.run.report.evaluated(results, s.model_dir, task.metric_names(s), step,
+                                  time.time() - began)
+        return results
     if not task.run.chief:  # predictions and exports are the chief's to write
         return None
     if mode in ("predict", "explain"):
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        fs.makedirs(fs.dirname(path))
         if mode == "explain":
             count = task.explain(core, path)
-            print(f"wrote {count} rows to {path} and {explain_files.html_path(path)}")
+            task.run.report.wrote(count, path, time.time() - began,
+                                  f" and {explain_files.html_path(path)}")
             return count
         count = task.predict(core, path)
-        print(f"wrote {count} rows to {path}")
+        task.run.report.wrote(count, path, time.time() - began)
         return count
     return export(task, core)
 
@@ -352,6 +375,7 @@ def export(task, core):
     """Writes the export of `core` to --export_dir (at --export_precision, or as a LiteRT file
     at --litert_quantization); returns its path."""
     s = task.settings
+    began = time.time()
     if s.export_format == "litert":
         outputs, label_names = task.litert_outputs()
         representative = (task.calibration_texts(s.litert_calibration_rows)
@@ -361,7 +385,7 @@ def export(task, core):
     else:
         path = savedmodel.save(s.export_dir, task.signatures(
             frozen_core.serving_core(core, s.export_precision, s.export_small_requests), core))
-    print("exported to", path)
+    task.run.report.exported(path, time.time() - began, s.export_format == "litert")
     return path
 
 
@@ -394,9 +418,11 @@ def restored(task):
     return core, int(checkpoint.rsplit("-", 1)[1])
 
 
-def evaluate(task, core, step=None, epoch=None):
+def evaluate(task, core, step=None, epoch=None, epochs=None, announce=True):
     """The task's evaluation, saved as eval_results.json (chief), with TensorBoard scalars in
-    MODEL_DIR/eval at training `step`, and printed."""
+    MODEL_DIR/eval at training `step`, and its line printed (`announce`; after `epoch` of
+    `epochs`)."""
+    began = time.time()
     results = task.evaluate(core)
     for key, value in (("epoch", epoch), ("step", step)):
         if value is not None:
@@ -404,10 +430,13 @@ def evaluate(task, core, step=None, epoch=None):
     task.evaluated(results)
     scalars = {k: v for k, v in results.items() if isinstance(v, float)}
     if task.run.chief:  # every worker evaluates (the same results); the chief writes them
-        save_json(os.path.join(task.settings.model_dir, "eval_results.json"), results)
+        save_json(fs.join(task.settings.model_dir, "eval_results.json"), results)
         if step is not None:
             loop.write_eval_summaries(task.settings.model_dir, step, scalars)
-    print("eval:", json.dumps(scalars))
+    if announce:
+        task.run.report.evaluation(scalars, epoch, epochs, time.time() - began)
+    else:
+        task.run.report.record("eval", scalars)
     return results
 
 
@@ -415,7 +444,7 @@ def _train(task, evaluate_each_epoch):
     s, run_ = task.settings, task.run
     data = task.prepare_training(evaluate_each_epoch)
     record = dict(run_record.describe(task.NAME, s, task.outputs(), data.fingerprint),
-                  git=run_record.git_commit(), **task.record_details())
+                  git=run_record.git_commit(), **task.record_details(), **run_.recorded)
     resuming = bool(checkpoints.newest_first(s.model_dir))
     saved = run_record.load(s.model_dir) or {}
     if resuming and "init_from" in saved:  # a warm-started run resumed: its own checkpoints
@@ -434,18 +463,21 @@ def _train(task, evaluate_each_epoch):
                                                       s.seed)
         print(f"--reinit_layers={s.reinit_layers}: {len(changed)} weights drawn anew")
     plan = loop.plan_epochs(data.count, s, data.unit)
+    if plan.note(data.unit) and run_.chief:
+        print(f"note: {plan.note(data.unit)}")
     with run_.strategy.scope():
         optimizer = zoo_optimizer.optimizer_for(s, plan.total_steps, run_.compute.xla_fusion,
                                                 head_variables(core), encoder_variables(core))
         metrics = task.train_metrics()
 
     keeper = best.Best(core, s, run_.strategy) if s.keep_best else None
-    stopping = []
+    stopping, evaluated = [], []
 
     def on_epoch_end(epoch, record):
         if not evaluate_each_epoch:
             return {}
-        results = evaluate(task, core, step=record["step"], epoch=epoch + 1)
+        results = evaluate(task, core, step=record["step"], epoch=epoch + 1, epochs=plan.epochs)
+        evaluated.append(results)
         if keeper is not None and keeper.update(results, record["step"], epoch + 1):
             stopping.append(epoch + 1)
         return results
@@ -474,17 +506,26 @@ def _train(task, evaluate_each_epoch):
     timing[f"train_{data.unit}"] = data.count
     if data.unit != "examples":
         timing[f"{data.unit}_per_second"] = timing["examples_per_second"]
-    print("train:", json.dumps(timing))
-    if not run_.chief:
-        return timing
-    save_json(os.path.join(s.model_dir, "train_results.json"), timing)
+    if run_.chief:
+        _finish_training(task, core, timing, keeper, evaluated[-1] if evaluated else None)
+    else:
+        run_.report.record("train", timing)
+    return timing
+
+
+def _finish_training(task, core, timing, keeper, results):
+    """What the chief does once training ends: train_results.json, the history plot, the
+    export (of the best checkpoint with --keep_best), and the summary for a person."""
+    s, run_ = task.settings, task.run
+    save_json(fs.join(s.model_dir, "train_results.json"), timing)
     history = loop.load_history(s.model_dir)
     if history:
-        plots.plot_history(history, os.path.join(s.model_dir, "training_curves.png"))
+        plots.plot_history(history, fs.join(s.model_dir, "training_curves.png"))
     if s.export_dir:
         if keeper is not None:
             print(f"exporting the best checkpoint by {s.keep_best}: step "
                   f"{best.restore(core, s.model_dir)}")
         with stages.stage("export"), precision.scope(run_.compute.eval_precision):
             export(task, core)
-    return timing
+    run_.report.trained(timing, s.model_dir, task.metric_names(s), results,
+                        s.export_dir, timing["wall_seconds"])

@@ -39,7 +39,7 @@ class RunSettings:
 
     model_dir: str = setting(
         None, "Checkpoints, results, summaries and plots go here. Rerunning with the same dir "
-        "resumes from its latest checkpoint.")
+        "resumes from its latest checkpoint.", path=True)
     encoder_handle: str = setting(
         DEFAULT_MODEL, "Encoder: a name from `zoo-models`, a TF Hub URL, or a local directory.")
     preprocessor_handle: Optional[str] = setting(
@@ -76,7 +76,7 @@ class RunSettings:
         "best checkpoint if it kept one, else its newest). The encoder's weights transfer; "
         "the head's when the task kind and outputs are the same (else it starts fresh, and the "
         "run says why). Its encoder and preprocessor are this run's unless set; a rerun "
-        "resumes this run's own checkpoints.")
+        "resumes this run's own checkpoints.", path=True)
     init_from_task: str = setting(
         "", "With --init_from of a multi-task model dir: the task whose head to take (without "
         "it the encoder alone transfers).")
@@ -128,7 +128,7 @@ class RunSettings:
         "(the schedule is recomputed) and logs each change.")
     export_dir: Optional[str] = setting(
         None, "Where to write the TF Serving SavedModel (export, and the end of training). "
-        "For TF Serving use a numbered dir, e.g. .../model/1.")
+        "For TF Serving use a numbered dir, e.g. .../model/1.", path=True)
     export_precision: str = setting(
         "fp32", "Arithmetic of the export. bf16: the weights its matmuls read stored in "
         "bfloat16 and the matmuls run in bf16 by the export itself (also under TF Serving): "
@@ -150,7 +150,10 @@ class RunSettings:
         "rows of the training data).", choices=LITERT_QUANTIZATIONS)
     litert_calibration_rows: int = setting(
         200, "Training rows that calibrate --litert_quantization=int8.", low=1)
-    output_file: Optional[str] = setting(None, "Predictions file of --mode=predict.")
+    output_file: Optional[str] = setting(None, "Predictions file of --mode=predict.", path=True)
+    print_json: bool = setting(
+        False, "Also print each mode's full record as a JSON line on standard output (eval: "
+        "{...}, train: {...}) for scripts; the lines for a person then go to standard error.")
 
 
 def start_run(mode, settings: RunSettings, padding, modes=MODES):

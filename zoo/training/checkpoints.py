@@ -11,12 +11,10 @@ skipped with a warning, and the one before it is restored; a checkpoint that a k
 was still writing is never the newest, since TensorFlow records a checkpoint only once it is
 complete.
 """
-import os
-
 import tensorflow as tf
 from absl import logging
 
-from zoo.base import stages
+from zoo.base import fs, stages
 from zoo.base.errors import UsageError
 from zoo.training import run_record
 
@@ -26,7 +24,7 @@ BEST = "best"  # the best evaluated one (`zoo.run.best`)
 
 
 def directory(model_dir, kind=LATEST):
-    return os.path.join(model_dir, kind)
+    return fs.join(model_dir, kind)
 
 
 def newest_first(model_dir, kind=LATEST):
@@ -75,7 +73,7 @@ def restore_newest(checkpoint, model_dir, kind=LATEST):
         return path
     if paths:
         raise UsageError(f"{directory(model_dir, kind)}: no readable checkpoint (tried "
-                         f"{', '.join(os.path.basename(p) for p in paths)}); train again in a "
+                         f"{', '.join(fs.basename(p) for p in paths)}); train again in a "
                          "new --model_dir")
     return None
 

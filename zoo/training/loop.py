@@ -8,13 +8,13 @@ are skipped). The step counter is the optimizer's own `iterations`, saved with t
 import collections
 import dataclasses
 import math
-import os
 import time
 from typing import Optional
 
 import tensorflow as tf
 from absl import logging
 
+from zoo.base import fs
 from zoo.base import progress, stages
 from zoo.base.errors import DivergedError, UsageError
 from zoo.base.files import load_json, save_json
@@ -25,9 +25,19 @@ from zoo.training.steps import Mixture, step_functions
 HISTORY_FILE = "history.json"
 
 
-class Plan(collections.namedtuple("Plan", "steps_per_epoch epochs total_steps")):
+class Plan(collections.namedtuple("Plan", "steps_per_epoch epochs total_steps left_out",
+                                   defaults=(0,))):
     """How long a training run is: `total_steps` over `epochs` of `steps_per_epoch` (the last
-    epoch may be cut short)."""
+    epoch may be cut short). An epoch is whole batches: `left_out` examples (fewer than a
+    batch) are not in it, other ones each epoch as the order changes."""
+
+    def note(self, unit="examples"):
+        """What a person should know of the examples each epoch leaves out (None: none)."""
+        if not self.left_out:
+            return None
+        return (f"each epoch is {self.steps_per_epoch} whole batches: {self.left_out} of the "
+                f"training {unit} are left out of each, other ones each epoch as the order "
+                "changes (a batch size that divides their number trains on all of them)")
 
 
 def plan_epochs(num_examples, settings, unit="examples"):
@@ -50,18 +60,18 @@ def plan_epochs(num_examples, settings, unit="examples"):
     total = max(1, round(settings.num_train_epochs * steps))
     if settings.max_train_steps:
         total = min(total, settings.max_train_steps)
-    return Plan(steps, math.ceil(total / steps), total)
+    return Plan(steps, math.ceil(total / steps), total, num_examples - steps * batch)
 
 
 def write_eval_summaries(model_dir, step, scalars):
     """TensorBoard scalars of an evaluation at training `step`, in MODEL_DIR/eval."""
-    with tf.summary.create_file_writer(os.path.join(model_dir, "eval")).as_default(step):
+    with tf.summary.create_file_writer(fs.join(model_dir, "eval")).as_default(step):
         for name, value in scalars.items():
             tf.summary.scalar(name, value)
 
 
 def load_history(model_dir):
-    return load_json(os.path.join(model_dir, HISTORY_FILE), missing=[])
+    return load_json(fs.join(model_dir, HISTORY_FILE), missing=[])
 
 
 def weights_fingerprint(weights):
@@ -207,7 +217,7 @@ class _Loop:
         self.saver = checkpoints.Saver(model, optimizer, config.model_dir, self.write_dir)
         self.start_step = self.saver.restore()
         self.history = load_history(config.model_dir)
-        self.writer = (tf.summary.create_file_writer(os.path.join(config.model_dir, "train"))
+        self.writer = (tf.summary.create_file_writer(fs.join(config.model_dir, "train"))
                        if self.chief else tf.summary.create_noop_writer())
         loss_fns = loss_fn if isinstance(loss_fn, dict) else {None: loss_fn}
         # The optimizer's slots made here, not in the first step's trace: a tf.function that
@@ -328,7 +338,7 @@ class _Loop:
         """`record` into MODEL_DIR/history.json, replacing an earlier record of its epoch."""
         self.history = [h for h in self.history if h["epoch"] != record["epoch"]] + [record]
         if self.chief:
-            save_json(os.path.join(self.config.model_dir, HISTORY_FILE), self.history)
+            save_json(fs.join(self.config.model_dir, HISTORY_FILE), self.history)
 
     def finish(self):
         """Closes the summaries and the worker's write dir; returns the timing results."""

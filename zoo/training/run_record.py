@@ -14,6 +14,7 @@ import subprocess
 import tensorflow as tf
 from absl import logging
 
+from zoo.base import fs
 from zoo.base.errors import UsageError
 from zoo.base.files import load_json, save_json
 
@@ -54,11 +55,11 @@ def describe(task, settings, outputs, data=None):
 
 def load(model_dir):
     """The saved record of `model_dir`, or None (a model dir trained before zoo saved one)."""
-    return load_json(os.path.join(model_dir, RUN_FILE))
+    return load_json(fs.join(model_dir, RUN_FILE))
 
 
 def save(model_dir, record):
-    save_json(os.path.join(model_dir, RUN_FILE), record)
+    save_json(fs.join(model_dir, RUN_FILE), record)
 
 
 def _show(value):
@@ -103,7 +104,7 @@ def start_training(model_dir, record, allow_changed_settings=False, chief=True):
     """At the start of training: checks a resume against the saved record (`check_resume`), then
     saves `record` (chief only). Returns the changed settings that were allowed."""
     changed = []
-    if tf.train.latest_checkpoint(os.path.join(model_dir, "checkpoints")):
+    if tf.train.latest_checkpoint(fs.join(model_dir, "checkpoints")):
         changed = check_resume(model_dir, record, allow_changed_settings)
     if chief:
         save(model_dir, record)

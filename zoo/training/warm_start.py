@@ -22,11 +22,10 @@ own, a rerun resumes that checkpoint and never reads the source again.
 """
 import dataclasses
 import hashlib
-import os
 
 import tensorflow as tf
 
-from zoo.base import stages
+from zoo.base import fs, stages
 from zoo.base.errors import UsageError
 from zoo.model import hub
 from zoo.training import checkpoints, run_record
@@ -46,7 +45,7 @@ class Source:
     """
 
     def __init__(self, path, task=""):
-        self.path = os.path.abspath(path)
+        self.path = fs.absolute(path)
         self.task = task
         self.encoder = None  # this run's encoder handle (`check_encoder`)
         self.record = run_record.load(self.path)
@@ -156,7 +155,7 @@ class Source:
 
     def describe(self, head_reused, why_not=""):
         """The record of the warm start, for run.json's `init_from`."""
-        return dict(path=self.path, checkpoint=os.path.relpath(self.checkpoint, self.path),
+        return dict(path=self.path, checkpoint=self.checkpoint[len(self.path):].lstrip("/"),
                     checkpoint_kind=self.which, task=self.record.get("task"),
                     init_from_task=self.task or None, git=self.record.get("git"),
                     encoder_handle=self.record.get("encoder_handle"),
@@ -172,15 +171,15 @@ def _short(value, limit=6):
 def vocabulary_digest(saved_model, only=None):
     """A digest of the vocabulary files (the assets) of a local SavedModel (`only`: of that
     file alone), or None."""
-    folder = os.path.join(saved_model, "assets")
-    if saved_model.startswith(hub.URL_PREFIXES) or not os.path.isdir(folder):
+    folder = fs.join(saved_model, "assets")
+    if hub.is_url(saved_model) or not fs.isdir(folder):
         return None
-    names = sorted(os.listdir(folder)) if only is None else [only]
-    if not all(os.path.exists(os.path.join(folder, name)) for name in names):
+    names = fs.listdir(folder) if only is None else [only]
+    if not all(fs.exists(fs.join(folder, name)) for name in names):
         return None
     digest = hashlib.sha1()
     for name in names:
-        with open(os.path.join(folder, name), "rb") as f:
+        with fs.open(fs.join(folder, name), "rb") as f:
             digest.update(name.encode() + b"\0" + f.read())
     return digest.hexdigest()
 
@@ -205,7 +204,7 @@ def begin(settings, training):
     checked when training starts afresh; a run that resumes its own checkpoint, or uses it
     (eval, predict, export), takes the handles its own run.json recorded and never reads the
     source."""
-    if os.path.abspath(settings.init_from) == os.path.abspath(settings.model_dir):
+    if fs.absolute(settings.init_from).rstrip("/") == fs.absolute(settings.model_dir).rstrip("/"):
         raise UsageError(f"--init_from={settings.init_from} is this run's --model_dir; to "
                          "resume it, leave --init_from out")
     own = run_record.load(settings.model_dir)
@@ -235,7 +234,7 @@ class ExportSource:
     multi-task export's task)."""
 
     def __init__(self, path, task=""):
-        self.path = os.path.abspath(path)
+        self.path = fs.absolute(path)
         self.task = task
         self.multitask = False
         self.encoder = None
@@ -312,6 +311,6 @@ class ExportSource:
 
 def open_source(path, task=""):
     """The `Source` (a model dir) or `ExportSource` (a SavedModel export) at `path`."""
-    if run_record.load(path) is None and os.path.exists(os.path.join(path, "saved_model.pb")):
+    if run_record.load(path) is None and fs.exists(fs.join(path, "saved_model.pb")):
         return ExportSource(path, task)
     return Source(path, task)
