@@ -164,3 +164,24 @@ def test_an_unknown_scheme_is_one_error_and_makes_no_folder(bucket, tmp_path, mo
         "the tensorflow-io plugin), and gcs:// is none of them, not 'gcs://b/runs/m'"]
     assert os.listdir(tmp_path) == []
     assert not fs.exists(f"{bucket}/runs/refused")
+
+
+def test_a_hub_build_written_to_and_loaded_from_a_bucket(bucket, tmp_path, monkeypatch):
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    from zoo.hub_build import build  # pylint: disable=import-outside-toplevel
+    from zoo.model import hub  # pylint: disable=import-outside-toplevel
+
+    monkeypatch.chdir(tmp_path)
+    folder = f"{bucket}/models/tiny"
+    build.build("tiny", folder)
+    assert build.build_format(folder) == build.BUILD_FORMAT
+    assert fs.exists(f"{folder}/zoo_complete.json")
+    encoder, preprocessor = hub.resolve_handles(folder)
+    assert (encoder, preprocessor) == (f"{folder}/encoder", f"{folder}/preprocessor")
+    texts = tf.constant(["a bucket holds the model", "and its vocabulary"])
+    local_encoder, local_preprocessor = hub.resolve_handles("tiny")
+    outputs = [hub.encoder_layer(e)(hub.load_preprocessor(p).bert_pack_inputs(
+        [hub.load_preprocessor(p).tokenize(texts)], tf.constant(16)))["pooled_output"]
+        for e, p in ((encoder, preprocessor), (local_encoder, local_preprocessor))]
+    np.testing.assert_allclose(outputs[0].numpy(), outputs[1].numpy(), atol=1e-6)
+    assert os.listdir(tmp_path) == []
