@@ -30,7 +30,7 @@ import time
 from absl import app, flags
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from common import machine  # noqa: E402  pylint: disable=wrong-import-position
+from common import machine  # noqa: E402
 
 KINDS = ("none", "patched", "restored")
 flags.DEFINE_string("encoder", "minilm_l6_h384_uncased", "Encoder name or handle.")
@@ -44,13 +44,13 @@ FLAGS = flags.FLAGS
 
 def child(kind):
     """Step times of one process of `kind`."""
-    import numpy as np  # pylint: disable=import-outside-toplevel
-    import zoo  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    import tf_keras as keras  # pylint: disable=import-outside-toplevel
+    import numpy as np
+    import zoo  # noqa: F401
+    import tensorflow as tf
+    import tf_keras as keras
     from zoo.compute import malloc
-    from zoo.model import hub  # pylint: disable=import-outside-toplevel
-    from zoo.model.cores import span_core  # pylint: disable=import-outside-toplevel
+    from zoo.model import hub
+    from zoo.model.cores import span_core
 
     if kind != "none":
         list(tf.data.Dataset.from_generator(lambda: iter([1, 2]),

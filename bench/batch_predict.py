@@ -76,7 +76,7 @@ def _model(work, labelled):
     model_dir, export = os.path.join(work, "model"), os.path.join(work, "export", "1")
     train = os.path.join(work, "train.tsv")
     with open(train, "w", encoding="utf-8") as f:
-        f.write("sentence\tlabel\n" + "".join(f"{s}\t{l}\n" for s, l in labelled))
+        f.write("sentence\tlabel\n" + "".join(f"{s}\t{label}\n" for s, label in labelled))
     subprocess.run(ZOO + ["train", "classify", "--mode=train", f"--model_dir={model_dir}",
                           f"--encoder_handle={FLAGS.encoder}", f"--train_file={train}",
                           "--text_column=sentence", "--max_train_steps=1",
@@ -94,7 +94,7 @@ def _measure(command, stdin="-", stdout="-"):
 
 
 def _count_lines(pattern_or_file):
-    import glob  # pylint: disable=import-outside-toplevel
+    import glob
     return sum(sum(1 for _ in open(p, encoding="utf-8")) for p in glob.glob(pattern_or_file))
 
 

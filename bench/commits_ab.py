@@ -10,8 +10,9 @@ tree, in alternating order
 (base first in even rounds), each in a fresh process with a fresh --model_dir, with the same
 Python and installed packages. From each run's train_results.json: the steady training rate
 (examples, i.e. windows for SQuAD, per second without the first call) and the first call's
-seconds; from its eval_results.json (a train_and_eval run), the last evaluation's numbers. Prints one JSON line: per tree the runs, median and spread, and the ratio of the
-medians (this tree over the base).
+seconds; from its eval_results.json (a train_and_eval run), the last evaluation's numbers.
+Prints one JSON line: per tree the runs, median and spread, and the ratio of the medians (this
+tree over the base).
 """
 import json
 import os

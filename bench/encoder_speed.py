@@ -33,8 +33,8 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    import zoo  # noqa: F401  pylint: disable=import-outside-toplevel
-    from zoo.compute import precision  # pylint: disable=import-outside-toplevel
+    import zoo  # noqa: F401
+    from zoo.compute import precision
     chosen = precision.resolve("auto")
     rows = len(mrpc_pairs(os.path.join(FLAGS.data_dir, "train.tsv")))
     plan = {"fixed": batch_plan([0] * rows, FLAGS.batch_size, "fixed",

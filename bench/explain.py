@@ -69,7 +69,7 @@ def _read(name):
 
 def _train(work):
     """The model dir and export (trained unless `work` already holds them); dev accuracy."""
-    from zoo.kinds import table  # pylint: disable=import-outside-toplevel
+    from zoo.kinds import table
     model_dir, export = os.path.join(work, "model"), os.path.join(work, "model", "export", "1")
     if not os.path.exists(os.path.join(export, "saved_model.pb")):
         train = os.path.join(work, "train.tsv")
@@ -102,7 +102,6 @@ def _size(folder):
 def _exports(model_dir, export):
     """{name: export folder}: with the explain signature, the default export, and
     serving_default alone (written here if missing)."""
-    # pylint: disable=import-outside-toplevel
     from zoo.export import savedmodel
     from zoo.kinds.table import KINDS
     from zoo.run import runner
@@ -197,9 +196,9 @@ def _pointing(model, rows):
 
 def _render(rows, explanations, path):
     """A PNG of a few explanations in the HTML page's colours."""
-    import matplotlib  # pylint: disable=import-outside-toplevel
+    import matplotlib
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # pylint: disable=import-outside-toplevel
+    import matplotlib.pyplot as plt
     fig = plt.figure(figsize=(10, 0.9 * len(rows) + 0.3))
     renderer = fig.canvas.get_renderer()
     for line, ((sentence, _, _), e) in enumerate(zip(rows, explanations)):
@@ -220,8 +219,8 @@ def _render(rows, explanations, path):
 
 def main(argv):
     del argv
-    from zoo import serving  # pylint: disable=import-outside-toplevel
-    from zoo.evaluation import explanations as pages  # pylint: disable=import-outside-toplevel
+    from zoo import serving
+    from zoo.evaluation import explanations as pages
     dev = _read("dev.tsv")
     with tempfile.TemporaryDirectory(prefix="zoo-bench-explain-") as scratch:
         work = FLAGS.work or scratch

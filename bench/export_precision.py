@@ -44,8 +44,8 @@ def dev_rows():
 
 def score_export(export_dir):
     """Label ids and probabilities of the export on every dev row (run in a fresh process)."""
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    import tensorflow_text  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
     serve = tf.saved_model.load(export_dir).signatures["serving_default"]
     inputs, _ = dev_rows()
     rows = len(next(iter(inputs.values())))

@@ -28,7 +28,7 @@ import tempfile
 from absl import app, flags
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from common import last_json, machine, run_script, serving_env  # noqa: E402  pylint: disable=wrong-import-position
+from common import last_json, machine, run_script, serving_env  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KINDS = ("classification", "regression", "multi_label", "tagging", "squad")

@@ -3,20 +3,20 @@ r"""Inference, like for like: zoo's exported SavedModel against the PyTorch peer
   python bench/inference.py >> bench/results/inference.jsonl    # needs ./install.sh bench
 
 SST-2 dev (872 sentences), MiniLM-L6-H384, length 128. zoo writes one export per --zoo_configs
-precision (`zoo.export.savedmodel` with `zoo.export.frozen_core.serving_core`: fp32, or bf16 weights and matmuls;
-a fresh MiniLM classifier on [CLS], the peer's `BertForSequenceClassification` head, for which
-zoo's encoder computes its last layer at [CLS] alone, `zoo.model.hub.pooled_view`; or --model_dir's
-trained one, with its own pooling) in a process of its own. Then --rounds rounds; each runs
-every setting once in a fresh process, the sides alternating which goes first:
-`bench/zoo_infer.py` (the export loaded by a process with only tensorflow and tensorflow_text,
-as TF Serving runs it) and `bench/peer_infer.py` in each --peer_configs setting
-(PRECISION-ATTENTION[-compile]). Both take the same batches (`common.inference_groups`),
-tokenize inside the timing, and report the best of --repeats passes per batch size and policy
-after one untimed pass, then batch-1 latency (p50, p95). Each round also times, per setting, a
-new process from its start to its first prediction (to the moment it has the answer; its exit is
-not counted), in three parts: the imports (the framework), the load (export, or checkpoint and
-tokenizer) and the first call; there each side is used as its users use it in Python: zoo
-through `zoo.serving`, the peer through transformers' classes.
+precision (`zoo.export.savedmodel` with `zoo.export.frozen_core.serving_core`: fp32, or bf16
+weights and matmuls; a fresh MiniLM classifier on [CLS], the peer's
+`BertForSequenceClassification` head, for which zoo's encoder computes its last layer at [CLS]
+alone, `zoo.model.hub.pooled_view`; or --model_dir's trained one, with its own pooling) in a
+process of its own. Then --rounds rounds; each runs every setting once in a fresh process, the
+sides alternating which goes first: `bench/zoo_infer.py` (the export loaded by a process with only
+tensorflow and tensorflow_text, as TF Serving runs it) and `bench/peer_infer.py` in each
+--peer_configs setting (PRECISION-ATTENTION[-compile]). Both take the same batches
+(`common.inference_groups`), tokenize inside the timing, and report the best of --repeats passes
+per batch size and policy after one untimed pass, then batch-1 latency (p50, p95). Each round also
+times, per setting, a new process from its start to its first prediction (to the moment it has the
+answer; its exit is not counted), in three parts: the imports (the framework), the load (export,
+or checkpoint and tokenizer) and the first call; there each side is used as its users use it in
+Python: zoo through `zoo.serving`, the peer through transformers' classes.
 
 Prints one JSON line per run, then a summary: the real and padded tokens of each batch size and
 policy (`tokens`: zoo's encoder computes the real ones alone, the peer the padded batch), per
@@ -67,7 +67,6 @@ def write_exports(folder):
     """One export per --zoo_configs precision under `folder` (and `<precision>_fixed`, padded
     to full length, if the fixed policy is asked for)."""
     sys.path.insert(0, ROOT)
-    # pylint: disable-next=import-outside-toplevel
     from zoo.export import frozen_core, savedmodel
     from zoo.kinds import classification
     from zoo.model import cores, hub
@@ -99,7 +98,7 @@ def token_counts(packer):
     """{batch_B_POLICY: {real, padded}}: the tokens of the batches both sides take, as zoo's
     preprocessor cuts them ([CLS] and [SEP] included): `real` the rows' own, `padded` rows x
     the batch's longest (--max_seq_length for fixed), what a padded batch computes."""
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
     texts = sst2_sentences(os.path.join(FLAGS.data_dir, "dev.tsv"))
     counts = {}
     for batch_size in FLAGS.batch_sizes:

@@ -8,9 +8,10 @@ banking77: splits the shared BANKING77 train set (its test split is not in ../sh
 training part and a validation part (--validation_fraction, stratified per intent, by
 --split_seed; the files go to --work_dir, never into the project) and trains
 `tasks.classify.train` on the one, evaluating on the other. mrpc, stsb: `tasks.mrpc.train`,
-`tasks.stsb.train` on the GLUE folder (dev set). sst2: `tasks.sst2.train` on the first --sst2_train_rows rows of SST-2 train
-(dev set). For each config and seed, one JSON line: task, config, its flags, seed, machine,
-metrics on the validation / dev set, training wall time. A config is a name from CONFIGS.
+`tasks.stsb.train` on the GLUE folder (dev set). sst2: `tasks.sst2.train` on the first
+--sst2_train_rows rows of SST-2 train (dev set). For each config and seed, one JSON line: task,
+config, its flags, seed, machine, metrics on the validation / dev set, training wall time. A
+config is a name from CONFIGS.
 """
 import csv
 import json

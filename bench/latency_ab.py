@@ -45,10 +45,9 @@ FLAGS = flags.FLAGS
 
 def write_export(folder):
     """The --precision export of a MiniLM classifier on [CLS] under `folder`."""
-    # pylint: disable-next=import-outside-toplevel
     from zoo.export import frozen_core, savedmodel
     from zoo.model import cores, hub
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
     tf.keras.utils.set_random_seed(FLAGS.seed)
     encoder, preprocessor = hub.resolve_handles("minilm_l6_h384_uncased", None)
     core = cores.classifier_core(encoder, 2, pooling="cls")
@@ -59,8 +58,8 @@ def write_export(folder):
 
 def time_exports(folders):
     """{p50_ms, p95_ms} per export and the paired ratios, calls alternating between them."""
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    import tensorflow_text  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
     serves = [tf.saved_model.load(f).signatures["serving_default"] for f in folders]
     texts = sst2_sentences(os.path.join(FLAGS.data_dir, "dev.tsv"))[:FLAGS.requests]
 

@@ -71,7 +71,6 @@ def _dev(task):
 
 def _exports(task, work):
     """{name: path} of the task's exports, trained and written unless `work` holds them."""
-    # pylint: disable=import-outside-toplevel
     from zoo.base.errors import UsageError
     from zoo.compute import precision
     from zoo.kinds import table
@@ -109,7 +108,6 @@ def _size_mb(path):
 
 
 def _measure(task, paths):
-    # pylint: disable=import-outside-toplevel
     from zoo import litert, serving
     inputs, gold = _dev(task)
     reference = None
@@ -134,7 +132,7 @@ def _measure(task, paths):
                 lambda batch, m=model: m.predict(batch), inputs[:FLAGS.latency_texts])
         result[name] = entry
     fp32 = result["savedmodel_fp32"]["size_mb"]
-    for name, entry in result.items():
+    for entry in result.values():
         entry["size_over_savedmodel_fp32"] = round(entry["size_mb"] / fp32, 4)
     return dict(dev_rows=len(gold), exports=result)
 

@@ -26,9 +26,9 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    from zoo.data.text_files import read_examples  # pylint: disable=import-outside-toplevel
+    from zoo.data.text_files import read_examples
     from zoo.evaluation import predict
-    from zoo.kinds import classification  # pylint: disable=import-outside-toplevel
+    from zoo.kinds import classification
     from zoo.run import runner
 
     examples = read_examples(FLAGS.predict_file, FLAGS.text_column, FLAGS.text_b_column,

@@ -42,11 +42,11 @@ def _median_seconds(fn):
 
 def _measure(work):
     """One tree's figures (run in a child process whose sys.path starts with that tree)."""
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    import zoo  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
-    from zoo.data import squad_windows  # pylint: disable=import-outside-toplevel
-    from zoo.hub_build import build  # pylint: disable=import-outside-toplevel
-    from zoo.model import cores  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
+    import zoo  # noqa: F401
+    from zoo.data import squad_windows
+    from zoo.hub_build import build
+    from zoo.model import cores
 
     vocab_file, lower = build.source_checkpoint(build.TINY, None)[2:4]
     path = os.path.join(work, "preprocessor")

@@ -51,7 +51,7 @@ def _rates(predict, texts):
 
 def zoo_side(texts):
     sys.path.insert(0, ROOT)
-    from zoo import serving  # pylint: disable=import-outside-toplevel
+    from zoo import serving
     models = {}
 
     def predict(group, batch_size):
@@ -65,8 +65,8 @@ def zoo_side(texts):
 
 
 def peer_side(texts):
-    import torch  # pylint: disable=import-outside-toplevel
-    from transformers import (  # pylint: disable=import-outside-toplevel
+    import torch
+    from transformers import (
         BertForSequenceClassification, BertTokenizerFast, pipeline)
     folder = minilm_folder()
     torch.manual_seed(0)
@@ -80,7 +80,7 @@ def peer_side(texts):
 
 def write_export(path):
     sys.path.insert(0, ROOT)
-    from zoo.export import savedmodel  # pylint: disable=import-outside-toplevel
+    from zoo.export import savedmodel
     from zoo.model import cores, hub
     encoder, preprocessor = hub.resolve_handles("minilm_l6_h384_uncased", None)
     core = cores.classifier_core(encoder, 2)

@@ -4,10 +4,11 @@ r"""Splits the SQuAD 2.0 dev set by article into a training half and an evaluati
 
 No SQuAD 2.0 training set is available offline, and unanswerable copies made from SQuAD v1.1
 (`--unanswerable_fraction`) are unlike SQuAD 2.0's own unanswerable questions. This writes
-`train.json` (the articles at even positions of the dev file: 0, 2, 4, ...) and `eval.json`
-(odd positions), each a SQuAD 2.0 file (`--eval_every=N`: every Nth article to eval.json), so a model can learn from real unanswerable questions
-and be evaluated on articles it never saw. Prints one JSON line: articles and questions (and
-unanswerable ones) per half. The files go to --out_dir, never into the project.
+`train.json` (the articles at even positions of the dev file: 0, 2, 4, ...) and `eval.json` (odd
+positions), each a SQuAD 2.0 file (`--eval_every=N`: every Nth article to eval.json), so a model
+can learn from real unanswerable questions and be evaluated on articles it never saw. Prints one
+JSON line: articles and questions (and unanswerable ones) per half. The files go to --out_dir,
+never into the project.
 """
 import json
 import os

@@ -21,8 +21,8 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    from zoo.data.squad import SquadFile  # pylint: disable=import-outside-toplevel
-    from zoo.evaluation.squad_eval import EvaluationV2  # pylint: disable=import-outside-toplevel
+    from zoo.data.squad import SquadFile
+    from zoo.evaluation.squad_eval import EvaluationV2
 
     evaluation = EvaluationV2()
     for example in SquadFile(FLAGS.eval_file, version_2=True).questions():

@@ -41,9 +41,8 @@ def op_times(logdir, steps):
     """({op type: ms per step}, {op, folded: ms per step}) from the trace under `logdir`: the
     events named "op:type" of a registered op type (the input pipeline's PyFunc among them,
     which runs beside the step)."""
-    # pylint: disable-next=import-outside-toplevel
     from tensorflow.python.framework import op_def_registry
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=import-outside-toplevel
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
     space = xplane_pb2.XSpace()
     with open(glob.glob(f"{logdir}/**/*.xplane.pb", recursive=True)[0], "rb") as f:
         space.ParseFromString(f.read())

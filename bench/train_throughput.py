@@ -105,8 +105,8 @@ def token_lengths(work):
 def encoder_config():
     path = FLAGS.encoder_config
     if not path:
-        import zoo  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
-        from zoo.model import hub  # pylint: disable=import-outside-toplevel
+        import zoo  # noqa: F401
+        from zoo.model import hub
         encoder, _ = hub.resolve_handles("minilm_l6_h384_uncased", None)
         path = os.path.join(os.path.dirname(encoder), "zoo_build_info.json")
     with open(path, encoding="utf-8") as f:

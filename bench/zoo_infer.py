@@ -25,15 +25,15 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def classifier(export_dir):
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    import tensorflow_text  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
     serve = tf.saved_model.load(export_dir).signatures["serving_default"]
     return lambda group: serve(text=tf.constant(group))["probabilities"].numpy()
 
 
 def first_answer(export_dir):
     """A first prediction through zoo's Python API, from its import on."""
-    from zoo.serving import load  # pylint: disable=import-outside-toplevel
+    from zoo.serving import load
     imported_at = time.time()
     model = load(export_dir)
     return first_prediction(lambda group: np.array(
@@ -58,7 +58,7 @@ def main():
     texts = sst2_sentences(os.path.join(args.data_dir, "dev.tsv"))
     policies = args.policies.split(",")
     fixed = classifier(args.fixed_export_dir) if "fixed" in policies else None
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
     results = dict(framework=f"tensorflow {tf.__version__}",
                    threads=[tf.config.threading.get_intra_op_parallelism_threads(),
                             tf.config.threading.get_inter_op_parallelism_threads()])

@@ -8,15 +8,15 @@ Run by `bench/train_throughput.py` beside `bench/peer_train.py`, on the same pla
 padding policy the batches (row indices of MRPC train.tsv) in order (`common.batch_plan`). The
 texts are packed up front with zoo's preprocessor (as the peer tokenizes up front; SQuAD: the ids
 of the peer's windows, --windows_file, so both sides train on the same windows); each step is
-zoo's own training step (`zoo.training.steps.step_functions`: forward, loss, backward, clipping, AdamW from
-`zoo.training.optimizer`) on the classifier or span core of `zoo.model.cores` with its task's loss, in
-`zoo.compute.precision` and with `zoo.compute.fusion` and `zoo.compute.malloc` as `zoo.training.loop.fit` runs it (fusion auto:
-on for fixed padding on a CPU with AMX). Batches are cut to their longest row except with fixed
-padding. The first --warmup_steps of each policy are not timed. Prints one JSON line: the
-seconds and the page faults of each policy's timed steps, the seconds of its untimed first steps
-(tracing and, with XLA fusion, compiling), the settings (`pooled_only`: the encoder computed
-its last layer at [CLS] alone), threads and the matmul peak of the
-precision used, measured by TensorFlow in the same process.
+zoo's own training step (`zoo.training.steps.step_functions`: forward, loss, backward, clipping,
+AdamW from `zoo.training.optimizer`) on the classifier or span core of `zoo.model.cores` with its
+task's loss, in `zoo.compute.precision` and with `zoo.compute.fusion` and `zoo.compute.malloc` as
+`zoo.training.loop.fit` runs it (fusion auto: on for fixed padding on a CPU with AMX). Batches are
+cut to their longest row except with fixed padding. The first --warmup_steps of each policy are
+not timed. Prints one JSON line: the seconds and the page faults of each policy's timed steps, the
+seconds of its untimed first steps (tracing and, with XLA fusion, compiling), the settings
+(`pooled_only`: the encoder computed its last layer at [CLS] alone), threads and the matmul peak
+of the precision used, measured by TensorFlow in the same process.
 """
 import json
 import os
@@ -41,8 +41,8 @@ flags.DEFINE_integer("warmup_steps", 3, "Untimed steps at the start of each poli
 flags.DEFINE_enum("precision", "fp32", ["fp32", "bf16"], "zoo.compute.precision of the steps.")
 flags.DEFINE_enum("xla_fusion", "auto", ["auto", "on", "off"], "zoo.compute.fusion of the steps.")
 flags.DEFINE_enum("malloc", "settled", ["settled", "tensorflow"], "glibc's thresholds: "
-                  "`zoo.compute.malloc.settle` as `zoo.training.loop.fit` runs it, or as TensorFlow's generator "
-                  "datasets leave them (an A/B of that setting).")
+                  "`zoo.compute.malloc.settle` as `zoo.training.loop.fit` runs it, or as "
+                  "TensorFlow's generator datasets leave them (an A/B of that setting).")
 flags.DEFINE_string("profile_dir", None, "If set, TensorFlow's profiler traces each policy's "
                     "timed steps into DIR/POLICY (for `bench/step_profile.py`; the trace slows "
                     "the steps, so such a run's seconds are not a rate).")
@@ -54,7 +54,7 @@ FLAGS = flags.FLAGS
 def matmul_peak_gflops(size=2048, repeats=20):
     """Best GFLOP/s of a chain of `repeats` square matmuls in one tf.function, best of 5, in
     the precision in force (each product feeds the next: no graph rewrite can drop one)."""
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
     a = tf.random.normal([size, size])
     b = tf.random.normal([size, size]) / size ** 0.5
 
@@ -75,19 +75,18 @@ def matmul_peak_gflops(size=2048, repeats=20):
 
 def main(argv):
     del argv
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    import tf_keras as keras  # pylint: disable=import-outside-toplevel
-    # pylint: disable-next=import-outside-toplevel
+    import tensorflow as tf
+    import tf_keras as keras
     from zoo.compute import fusion
     from zoo.compute import malloc
     from zoo.compute import precision
-    from zoo.data.pipeline import trim_to_longest  # pylint: disable=import-outside-toplevel
-    from zoo.kinds.classification import sparse_cross_entropy  # pylint: disable=import-outside-toplevel
-    from zoo.kinds.squad import span_loss  # pylint: disable=import-outside-toplevel
+    from zoo.data.pipeline import trim_to_longest
+    from zoo.kinds.classification import sparse_cross_entropy
+    from zoo.kinds.squad import span_loss
     from zoo.model import cores
     from zoo.model import hub
-    from zoo.training.optimizer import create_optimizer  # pylint: disable=import-outside-toplevel
-    from zoo.training.steps import step_functions  # pylint: disable=import-outside-toplevel
+    from zoo.training.optimizer import create_optimizer
+    from zoo.training.steps import step_functions
     if FLAGS.inter_op_threads:
         tf.config.threading.set_inter_op_parallelism_threads(FLAGS.inter_op_threads)
 
@@ -148,7 +147,8 @@ def main(argv):
 
         calls = []
 
-        def step(_, train_step=train_step, iterator=iterator, fused=fused, padding=padding):
+        def step(_, train_step=train_step, iterator=iterator, fused=fused, padding=padding,
+                 calls=calls):
             if FLAGS.profile_dir and len(calls) == FLAGS.warmup_steps:
                 tf.profiler.experimental.start(os.path.join(FLAGS.profile_dir, padding))
             calls.append(1)

@@ -30,7 +30,7 @@ def run_module(module, *args, env=None, timeout=600):
 def forget_task_flags():
     """Undefines the flags of zoo's task CLIs and forgets their modules, so that the next
     command in this process defines them afresh (absl flags are global to a process)."""
-    from absl import flags  # pylint: disable=import-outside-toplevel
+    from absl import flags
 
     for name in list(flags.FLAGS):
         module = flags.FLAGS.find_module_defining_flag(name)
@@ -59,7 +59,7 @@ def run_inline(module, *args):
     fresh process: no TensorFlow import and start-up to pay again. Returns a CompletedProcess:
     exit status 0, or 1 with the run's `error:` line at the end of stderr, and what it printed.
     An exception the command line does not turn into an error line (a bug) is raised."""
-    from zoo.cli import main  # pylint: disable=import-outside-toplevel
+    from zoo.cli import main
 
     return _inline([module, *args], lambda: main.task_main(module.split(".")[1], list(args)))
 
@@ -67,7 +67,7 @@ def run_inline(module, *args):
 def zoo_inline(*args):
     """`zoo args` (the console script: `zoo.cli.main.run`) run in this process, as
     `run_inline` runs a task's command line; returns a CompletedProcess."""
-    from zoo.cli import main  # pylint: disable=import-outside-toplevel
+    from zoo.cli import main
 
     return _inline(["zoo", *args], lambda: main.run(list(args)))
 
@@ -85,8 +85,8 @@ def _inline(argv, command):
 def profiled_ops(logdir, fn, *args, runs=3):
     """{"node name:op type": times run} over `runs` calls of `fn`, after 3 warm-up calls (XLA
     compiles a cluster lazily, after its first runs)."""
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
 
     for _ in range(3):
         fn(*args)
@@ -115,7 +115,7 @@ def check_the_model_dir_suffices(model_dir, full, data, tmp_path, suffix=".csv",
     with every flag repeated does: `full(mode, *flags)` runs that. Predict writes the same
     file, eval the same numbers, export a SavedModel. `data`: {"predict": [flags], "eval":
     [flags]} (`full_data`: the full command line's, if other)."""
-    import json  # pylint: disable=import-outside-toplevel
+    import json
 
     results = {}
     for how in ("full", "short"):

@@ -96,13 +96,13 @@ def test_a_whole_model_life_in_a_bucket(bucket, tmp_path, monkeypatch):
     export = f"{bucket}/export/tweets/1"
     table.run("classify", "export", model_dir=model_dir, **SETTINGS, export_dir=export)
     assert fs.exists(fs.join(export, "zoo_complete.json"))
-    from zoo import serving  # pylint: disable=import-outside-toplevel
+    from zoo import serving
     served = serving.load(export).predict(
         [r["tweet"] for r in _read_csv(f"{bucket}/data/predict.csv")])
     assert [s["label"] for s in served] == [r["label"] for r in rows]
     assert np.allclose([s["score"] for s in served], [float(r["score"]) for r in rows],
                        atol=1e-4)
-    from zoo import litert  # pylint: disable=import-outside-toplevel
+    from zoo import litert
     table.run("classify", "export", model_dir=model_dir, **SETTINGS,
               export_dir=f"{bucket}/export/tweets_litert", export_format="litert")
     lite = litert.load(f"{bucket}/export/tweets_litert").predict(["loved it, brilliant"])
@@ -167,9 +167,9 @@ def test_an_unknown_scheme_is_one_error_and_makes_no_folder(bucket, tmp_path, mo
 
 
 def test_a_hub_build_written_to_and_loaded_from_a_bucket(bucket, tmp_path, monkeypatch):
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    from zoo.hub_build import build  # pylint: disable=import-outside-toplevel
-    from zoo.model import hub  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
+    from zoo.hub_build import build
+    from zoo.model import hub
 
     monkeypatch.chdir(tmp_path)
     folder = f"{bucket}/models/tiny"

@@ -9,10 +9,10 @@ LAYERS = ["base", "compute", "data", "hub_build", "model", "training", "evaluati
 
 
 def test_the_heads_and_cores_at_their_user_paths():
-    from zoo import heads, models  # pylint: disable=import-outside-toplevel
-    from zoo.model import cores  # pylint: disable=import-outside-toplevel
-    from zoo.model import heads as model_heads  # pylint: disable=import-outside-toplevel
-    from zoo.serving import load  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+    from zoo import heads, models
+    from zoo.model import cores
+    from zoo.model import heads as model_heads
+    from zoo.serving import load  # noqa: F401
 
     assert heads.ClassifierHead is model_heads.ClassifierHead
     assert models.multi_head_core is cores.multi_head_core

@@ -97,7 +97,7 @@ def test_the_command_line_prints_a_json_line_per_input_line(pair_export):
 
 
 def test_bad_inputs_name_the_input_or_the_line(pair_export):
-    from zoo.serving import load  # pylint: disable=import-outside-toplevel
+    from zoo.serving import load
     model = load(pair_export)
     with pytest.raises(ValueError, match=r"input 1: 1 text\(s\), but the model takes text_a, "
                                          "text_b"):
@@ -219,8 +219,8 @@ print(json.dumps(load(sys.argv[1]).predict([("a fine film", "yes")])))
 
 def _closure(names):
     """The installed distributions `names` need, with theirs (markers of extras left out)."""
-    from importlib import metadata  # pylint: disable=import-outside-toplevel
-    from packaging.requirements import Requirement  # pylint: disable=import-outside-toplevel
+    from importlib import metadata
+    from packaging.requirements import Requirement
     found, todo = {}, list(names)
     while todo:
         name = re.sub(r"[-_.]+", "-", todo.pop()).lower()

@@ -86,7 +86,6 @@ class Model(SavedModelModel):
         num_threads: the interpreter's threads (None: LiteRT's default).
     """
 
-    # pylint: disable-next=super-init-not-called
     def __init__(self, path, batch_size=DEFAULT_BATCH_SIZE, num_threads=None):
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be a whole number, at least 1, not {batch_size!r}")

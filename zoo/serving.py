@@ -56,7 +56,7 @@ def _startup():
     an import of the module leaves TensorFlow's start-up to its process."""
     if __name__ != "__main__":
         return contextlib.nullcontext()
-    from zoo.cli import quiet  # pylint: disable=import-outside-toplevel
+    from zoo.cli import quiet
     return quiet.startup()
 
 
@@ -66,8 +66,8 @@ with _startup(), paused_collector():
     import tensorflow_text  # noqa: F401  (registers the tokenizer ops the export runs)
     from google.protobuf import message
 
-from zoo.base import files, fs
-from zoo.evaluation import explanations
+from zoo.base import files, fs  # noqa: E402  (after TensorFlow, imported with the collector off)
+from zoo.evaluation import explanations  # noqa: E402
 
 DEFAULT_BATCH_SIZE = 32
 EXPLAIN_BATCH_SIZE = 4  # texts per explain call: each runs the model steps + 2 times

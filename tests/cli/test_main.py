@@ -79,10 +79,10 @@ def test_the_distribution_installs_zoo_alone():
 
 
 def test_the_quiet_start_drops_two_tensorflow_warnings_and_keeps_the_others():
-    from zoo.cli import quiet  # pylint: disable=import-outside-toplevel
+    from zoo.cli import quiet
 
     def kept(message):
-        return quiet._DropNoise().filter(logging.LogRecord(  # pylint: disable=protected-access
+        return quiet._DropNoise().filter(logging.LogRecord(
             "tensorflow", logging.WARNING, "f.py", 1, message, None, None))
 
     assert not kept("Found untraced functions such as _update_step_xla while saving (showing 5 "

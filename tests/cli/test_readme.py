@@ -60,8 +60,8 @@ def _by_task(document):
         if command == "check-export":
             assert len(rest) == 1 and not rest[0].startswith("-"), rest  # the export folder
         if command == "batch-predict":
-            from zoo.cli import batch_predict  # pylint: disable=import-outside-toplevel
-            args, beam = batch_predict._parser().parse_known_args(rest)  # pylint: disable=protected-access
+            from zoo.cli import batch_predict
+            args, beam = batch_predict._parser().parse_known_args(rest)
             assert args.export_dir and args.input and args.output, (document, rest)
             assert all(b.startswith("--") for b in beam), (document, beam)  # Beam's options
     return by_task

@@ -96,9 +96,9 @@ def test_paths_that_cannot_work(tweets, tmp_path, capsys):
 
 
 def test_a_model_dir_that_cannot_be_written(tmp_path, monkeypatch):
-    from zoo.base.errors import UsageError  # pylint: disable=import-outside-toplevel
-    from zoo.base import fs  # pylint: disable=import-outside-toplevel
-    from zoo.run import paths  # pylint: disable=import-outside-toplevel
+    from zoo.base.errors import UsageError
+    from zoo.base import fs
+    from zoo.run import paths
     monkeypatch.setattr(fs.os, "access", lambda path, mode: False)  # tests run as root
     with pytest.raises(UsageError, match="is not writable: --mode=train writes into it"):
         paths.prepare_model_dir(str(tmp_path), "train")
@@ -108,7 +108,7 @@ def test_a_model_dir_that_cannot_be_written(tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def trained(tweets, tiny_hub):
     """A model dir trained for 4 steps, in this process."""
-    from zoo.kinds import table  # pylint: disable=import-outside-toplevel
+    from zoo.kinds import table
     model_dir = str(tweets["root"] / "trained")
     table.run("classify", "train", model_dir=model_dir, encoder_handle="tiny",
               text_column="tweet", label_column="sentiment", label_map=LABEL_MAP,
@@ -174,16 +174,17 @@ def test_float_labels_of_one_number_are_refused(tmp_path, capsys):
     data = tmp_path / "train.csv"
     data.write_text("text,label\n" + "".join(f"row {i},{['0', '0.0', '1', '1.0'][i % 4]}\n"
                                              for i in range(24)))
-    message = refused(capsys, "train", "classify", "--mode=train", "--encoder_handle=tiny", f"--train_file={data}",
-                      f"--model_dir={tmp_path / 'm'}")
+    message = refused(capsys, "train", "classify", "--mode=train", "--encoder_handle=tiny",
+                      f"--train_file={data}", f"--model_dir={tmp_path / 'm'}")
     assert message.startswith("error: the training data's labels '0' and '0.0' are one number")
 
 
 def test_a_tagger_needs_entity_tags(tmp_path, capsys):
     data = tmp_path / "train.txt"
     data.write_text("".join(f"word{i} O\nother O\n\n" for i in range(20)))
-    message = refused(capsys, "train", "tagging", "--mode=train", "--encoder_handle=tiny", f"--train_file={data}",
-                      f"--model_dir={tmp_path / 'm'}", "--train_batch_size=4")
+    message = refused(capsys, "train", "tagging", "--mode=train", "--encoder_handle=tiny",
+                      f"--train_file={data}", f"--model_dir={tmp_path / 'm'}",
+                      "--train_batch_size=4")
     assert message.endswith("every tag of the training data is O; a tagger needs entity tags "
                             "(B-X, I-X) to learn") and str(data) in message
 
@@ -204,8 +205,8 @@ def test_a_diverging_run_stops_at_its_step_and_saves_nothing(tweets, tiny_hub, t
     big = write_csv(tmp_path / "big.csv", 64, 5)
     model_dir = tmp_path / "m"
     message = refused(capsys, "train", "classify", "--mode=train", *COMMON,
-                      f"--model_dir={model_dir}", f"--train_file={big}", "--learning_rate=1e30", "--warmup_proportion=0",
-                      "--num_train_epochs=1", f"--export_dir={tmp_path / 'export'}")
+                      f"--model_dir={model_dir}", f"--train_file={big}", "--learning_rate=1e30",
+                      "--warmup_proportion=0", "--num_train_epochs=1", f"--export_dir={tmp_path / 'export'}")
     assert message.startswith("error: training step ")
     assert "the loss is nan" in message or "the loss is inf" in message  # fp32 may overflow
     assert "nothing after the start was saved" in message and "--learning_rate" in message

@@ -8,7 +8,7 @@ import pytest
 from tests.helpers import ROOT
 from zoo.compute import malloc
 
-pytestmark = pytest.mark.skipif(malloc._mallopt() is None,  # pylint: disable=protected-access
+pytestmark = pytest.mark.skipif(malloc._mallopt() is None,
                                 reason="the C library is not glibc")
 
 PROBE = """

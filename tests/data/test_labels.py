@@ -6,7 +6,8 @@ from zoo.data.text_files import DataError, Example
 
 
 def _examples(*labels):
-    return [Example(text_a="t", label=l, source=f"f.csv:{i + 2}") for i, l in enumerate(labels)]
+    return [Example(text_a="t", label=label, source=f"f.csv:{i + 2}")
+            for i, label in enumerate(labels)]
 
 
 def test_parse_label_map():
@@ -60,7 +61,7 @@ def test_a_raw_label_always_means_its_raw_value():
 
 
 def test_multi_label_lists_keys_problems_and_multi_hot_targets(tmp_path):
-    from zoo.data.labels import MultiLabelVocab, OpenLabels  # pylint: disable=import-outside-toplevel
+    from zoo.data.labels import MultiLabelVocab, OpenLabels
     opened = OpenLabels(separator=",")
     assert opened.keys("0,15") == ["0", "15"] and opened.problem("0,15") is None
     assert "empty label" in opened.problem("0,,2")
@@ -77,7 +78,7 @@ def test_multi_label_lists_keys_problems_and_multi_hot_targets(tmp_path):
 
 
 def test_scores_in_a_range(tmp_path):
-    from zoo.data.labels import ScoreLabels  # pylint: disable=import-outside-toplevel
+    from zoo.data.labels import ScoreLabels
     scores = ScoreLabels.from_range("0,5")
     assert scores.problem("3.8") is None and scores.encode("1.53333") == pytest.approx(1.53333)
     assert scores.problem("5.5") == "score 5.5 is outside the range [0, 5]"
@@ -99,7 +100,7 @@ def test_labels_json_without_a_kind_is_a_single_label_vocabulary(tmp_path):
 
 
 def test_label_names_file(tmp_path):
-    from zoo.data.labels import label_names_file  # pylint: disable=import-outside-toplevel
+    from zoo.data.labels import label_names_file
     (tmp_path / "emotions.txt").write_text("admiration\namusement\nanger")  # no final newline
     assert label_names_file(str(tmp_path / "emotions.txt")) == {
         "0": "admiration", "1": "amusement", "2": "anger"}

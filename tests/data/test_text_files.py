@@ -85,7 +85,7 @@ def test_missing_file(tmp_path):
 def test_a_headerless_tsv_with_csv_quoting_takes_column_positions(tmp_path):
     """GoEmotions' layout: no header; text, comma-separated label ids, id; a text with quotes
     is written CSV-style inside the TSV."""
-    from zoo.data.text_files import Columns, iter_file  # pylint: disable=import-outside-toplevel
+    from zoo.data.text_files import Columns, iter_file
     path = tmp_path / "train.tsv"
     path.write_text('My favourite food.\t27\teebbqej\n'
                     '"Three words. ""Dude. Stop."" "\t2,3\teczjljm\n'

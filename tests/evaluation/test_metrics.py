@@ -46,7 +46,7 @@ def test_constant_prediction_has_zero_mcc_not_nan():
 
 
 def test_pearson_and_spearman_by_hand():
-    from zoo.evaluation.metrics import regression_metrics  # pylint: disable=import-outside-toplevel
+    from zoo.evaluation.metrics import regression_metrics
     gold = [1.0, 2.0, 3.0, 4.0, 5.0]
     results = regression_metrics(gold, [2.0, 4.0, 6.0, 8.0, 10.0])  # linear: both 1
     assert results["pearson"] == pytest.approx(1.0) and results["spearman"] == pytest.approx(1.0)
@@ -62,7 +62,7 @@ def test_pearson_and_spearman_by_hand():
 
 
 def test_multi_label_f1_and_exact_match_by_hand():
-    from zoo.evaluation.metrics import multi_label_metrics  # pylint: disable=import-outside-toplevel
+    from zoo.evaluation.metrics import multi_label_metrics
     gold = np.array([[1, 0, 1], [0, 1, 0], [1, 1, 0]], np.float32)
     probabilities = np.array([[0.9, 0.2, 0.7], [0.1, 0.4, 0.6], [0.8, 0.9, 0.1]], np.float32)
     # predicted at 0.5: [1,0,1] (exact), [0,0,1] (wrong), [1,1,0] (exact)
@@ -78,7 +78,7 @@ def test_multi_label_f1_and_exact_match_by_hand():
 
 
 def test_entity_f1_and_token_accuracy_by_hand():
-    from zoo.evaluation.metrics import entity_metrics  # pylint: disable=import-outside-toplevel
+    from zoo.evaluation.metrics import entity_metrics
     tags = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
     gold = [np.array([3, 4, 0, 1]), np.array([1, 2, 0])]  # PER(0-1) LOC(3) | LOC(0-1)
     predicted = [np.array([3, 0, 0, 1]), np.array([1, 2, 0])]  # PER(0) LOC(3) | LOC(0-1)

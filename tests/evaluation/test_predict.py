@@ -61,7 +61,7 @@ def test_writes_csv_and_jsonl_one_row_per_input(tmp_path):
     assert [(r["id"], r["label"]) for r in rows] == [("x1", "pos"), ("x2", "neg"), ("x3", "neg")]
     assert float(rows[0]["score"]) == pytest.approx(0.9)
     predict.write_predictions(str(tmp_path / "p.jsonl"), examples, probs, names)
-    lines = [json.loads(l) for l in open(tmp_path / "p.jsonl")]
+    lines = [json.loads(line) for line in open(tmp_path / "p.jsonl")]
     assert lines[1] == {"id": "x2", "label": "neg", "score": 0.8,
                         "probabilities": {"neg": 0.8, "pos": 0.2}}
     with pytest.raises(ValueError, match=".csv or .jsonl"):
@@ -87,8 +87,8 @@ def _shard_files(tmp_path):
 
 
 def test_streamed_prediction_keeps_order_and_count_over_shards(core_and_packer, tmp_path):
-    from zoo.data.sources import FileSource  # pylint: disable=import-outside-toplevel
-    from zoo.data.text_files import Columns  # pylint: disable=import-outside-toplevel
+    from zoo.data.sources import FileSource
+    from zoo.data.text_files import Columns
 
     core, packer = core_and_packer
     ids = _shard_files(tmp_path)
@@ -117,8 +117,8 @@ def test_streamed_prediction_keeps_order_and_count_over_shards(core_and_packer, 
 
 
 def test_a_bad_row_stops_prediction_by_default_and_leaves_no_file(core_and_packer, tmp_path):
-    from zoo.data.sources import FileSource  # pylint: disable=import-outside-toplevel
-    from zoo.data.text_files import Columns, DataError  # pylint: disable=import-outside-toplevel
+    from zoo.data.sources import FileSource
+    from zoo.data.text_files import Columns, DataError
 
     core, packer = core_and_packer
     _shard_files(tmp_path)

@@ -44,7 +44,7 @@ def test_tables_variables_and_captured_constants_are_served_from_the_flat_graph(
     module = _TableModule()
     flat = FlatServing(module)
     assert not any(node.op in ("PartitionedCall", "StatefulPartitionedCall")
-                   for node in flat._graph_def.node)  # pylint: disable=protected-access
+                   for node in flat._graph_def.node)
     export_dir = savedmodel.save(str(tmp_path / "e"), {"serving_default": module})
     loaded = tf.saved_model.load(export_dir)
     served = loaded.signatures["serving_default"](text=tf.constant(["y", "x", "z"]))
@@ -64,7 +64,7 @@ def test_the_same_computation_in_two_inlined_calls_is_done_once():
             return dict(y=root(x) + 2.0 * root(x))
 
     flat = FlatServing(Twice())
-    ops = [node.op for node in flat._graph_def.node]  # pylint: disable=protected-access
+    ops = [node.op for node in flat._graph_def.node]
     assert ops.count("Sqrt") == 1 and ops.count("Abs") == 1
     np.testing.assert_allclose(flat.serve(tf.constant([[4.0, -9.0]]))["y"].numpy(), [[6.0, 9.0]])
 
@@ -99,7 +99,7 @@ def test_a_flat_classifier_answers_as_its_module(tiny_hub, tmp_path, pair):
 def test_a_flat_span_model_answers_as_its_module(tiny_hub, tmp_path):
     core = cores.span_core(tiny_hub + "/encoder")
     packer = cores.TextPacker(tiny_hub + "/preprocessor", seq_length=32)
-    from zoo.data.squad_windows import Windower  # pylint: disable=import-outside-toplevel
+    from zoo.data.squad_windows import Windower
     module = savedmodel.SpanServing(core, Windower(packer, 32, 8, 8))
     question = tf.constant(["who sat?", "where?"])
     context = tf.constant(["the cat sat on the mat " * 6, "in the house by the lake"])

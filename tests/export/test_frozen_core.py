@@ -30,7 +30,7 @@ TEXTS = ["a fine film", "a dull, long film that goes on", "yes"]
 
 
 def _dtypes(frozen, ops):
-    graph_def = frozen._graph_def  # pylint: disable=protected-access
+    graph_def = frozen._graph_def
     return {dtype for (op, dtype) in frozen_core.op_dtypes(graph_def) if op in ops}
 
 
@@ -71,7 +71,7 @@ def test_a_small_request_takes_the_small_request_copy(classifier, precision):
                                    atol=tolerance * max(1.0, np.abs(expected).max()))
     # the small-request copy's attention runs on TensorFlow's own kernels, the other's on oneDNN's
     ops = {(node.name.split("/")[0], node.op)
-           for node in frozen._graph_def.node}  # pylint: disable=protected-access
+           for node in frozen._graph_def.node}
     assert {("large", "BatchMatMulV2"), ("large", "Softmax"),
             ("small_request", "BatchMatMulV3"), ("small_request", "RealDiv")} <= ops
     assert not {("small_request", "BatchMatMulV2"), ("small_request", "Softmax")} & ops
@@ -115,7 +115,7 @@ def test_a_bf16_export_stores_its_matmul_weights_in_bf16(classifier, tmp_path):
     # the weights its matmuls read are bf16 constants of the graph; the embedding tables
     # (fp32: the bf16 pass leaves gathers alone) are variables of the checkpoint, and so are
     # the small-request copy's vectors
-    bf16_weights = [node for node in frozen._graph_def.node  # pylint: disable=protected-access
+    bf16_weights = [node for node in frozen._graph_def.node
                     if node.op == "Const"
                     and node.attr["dtype"].type == tf.bfloat16.as_datatype_enum]
     assert len(bf16_weights) >= 4 * 2  # 4 dense layers a block, 2 blocks

@@ -110,6 +110,6 @@ def test_a_bf16_core_without_the_small_request_copy(tiny_hub):
     core = cores.classifier_core(tiny_hub + "/encoder", 3)
     one = frozen_core.serving_core(core, "bf16", small_requests=False)
     two = frozen_core.serving_core(core, "bf16")
-    names = lambda frozen: {node.name for node in frozen._graph_def.node}  # noqa: E731  pylint: disable=protected-access
+    names = lambda frozen: {node.name for node in frozen._graph_def.node}  # noqa: E731
     assert "is_small_request" in names(two) and "is_small_request" not in names(one)
     assert not one.small_requests and two.small_requests

@@ -108,7 +108,7 @@ def test_export_trims_each_request_to_its_longest_row(tiny_hub, tmp_path, trim_p
 
 def test_a_span_export_without_room_for_the_context_is_refused(tmp_path):
     # Before, the graph divided by zero windows for every request; now the export says why.
-    from zoo.base.errors import UsageError  # pylint: disable=import-outside-toplevel
+    from zoo.base.errors import UsageError
     with pytest.raises(UsageError, match="max_seq_length 64 leaves no room .* max_query_length 64"):
         savedmodel.export_span_model(str(tmp_path / "e"), None, None, seq_length=64,
                                  max_query_length=64)

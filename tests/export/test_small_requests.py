@@ -105,7 +105,7 @@ def test_a_frozen_core_answers_through_sliced_feed_forward_blocks(
     core = cores.classifier_core(tiny_hub + "/encoder", num_classes=3, pooling="cls")
     packer = cores.TextPacker(tiny_hub + "/preprocessor", seq_length=32)
     frozen = frozen_core.FrozenCore(core, precision)
-    graph_def = frozen._graph_def  # pylint: disable=protected-access
+    graph_def = frozen._graph_def
     matmuls = {part: sum(1 for node in graph_def.node if node.op == "MatMul"
                          and node.name.startswith(part + "/") and "/transformer_" in node.name)
                for part in ("large", "small_request")}

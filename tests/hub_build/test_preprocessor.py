@@ -134,7 +134,7 @@ def _multilingual_vocab(path, lower_case):
     whole words, some only as pieces (run + ##ning, ##ners), single CJK characters, and none of
     the words of the last text (they become [UNK]). (Uncased, the kana word loses its dakuten,
     "です" -> "てす", as accent stripping does in Google's uncased tokenizer.)"""
-    from tests.hub_build import reference_tokenizer  # pylint: disable=import-outside-toplevel
+    from tests.hub_build import reference_tokenizer
     tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "run", "##ning", "##ners", "##s",
               "RUN", "##NING"]
     for text in MULTILINGUAL_TEXTS[:-1]:
@@ -148,8 +148,8 @@ def _multilingual_vocab(path, lower_case):
 
 @pytest.mark.parametrize("lower_case", [False, True])
 def test_a_multilingual_vocabulary_tokenizes_as_the_reference_does(tmp_path, lower_case):
-    from tests.hub_build import reference_tokenizer  # pylint: disable=import-outside-toplevel
-    from zoo.hub_build import build  # pylint: disable=import-outside-toplevel
+    from tests.hub_build import reference_tokenizer
+    from zoo.hub_build import build
     vocab_file = tmp_path / "vocab.txt"
     vocab = _multilingual_vocab(vocab_file, lower_case)
     build.save_preprocessor(str(tmp_path / "preprocessor"), str(vocab_file), lower_case)

@@ -119,7 +119,7 @@ def test_squad_export_and_predict_agree_on_xquad(tiny_multilingual_hub, tmp_path
 
 
 def test_a_litert_export_is_refused_before_any_work(tiny_multilingual_hub, tweets, tmp_path):
-    from zoo.base.errors import UsageError  # pylint: disable=import-outside-toplevel
+    from zoo.base.errors import UsageError
     with pytest.raises(UsageError, match="has a SentencePiece vocabulary"):
         table.run("classify", "train", model_dir=str(tmp_path / "m"), encoder_handle=MODEL,
                   train_file=tweets["train"], text_column="tweet", label_column="sentiment",
@@ -128,7 +128,7 @@ def test_a_litert_export_is_refused_before_any_work(tiny_multilingual_hub, tweet
 
 
 def test_squad_windows_are_packed_as_the_preprocessor_packs_pairs(tiny_multilingual_hub, tiny_hub):
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
     assert cores.TextPacker(tiny_hub + "/preprocessor", 32).pair_separators == 2
     packer = cores.TextPacker(tiny_multilingual_hub + "/preprocessor", 32)
     assert (packer.pair_separators, packer.pair_types) == (3, False)

@@ -30,7 +30,7 @@ def test_packer_matches_the_preprocessor_and_pads_to_seq_length(tiny_hub):
 
 
 def test_a_multi_head_core_shares_one_encoder_between_its_heads(tiny_hub):
-    from zoo.model.heads import ClassifierHead, SpanHead  # pylint: disable=import-outside-toplevel
+    from zoo.model.heads import ClassifierHead, SpanHead
     model = cores.multi_head_core(tiny_hub + "/encoder", {
         "sentiment": ClassifierHead(2), "intent": ("mean", ClassifierHead(5)),
         "tags": ("sequence_output", ClassifierHead(3)), "qa": SpanHead()})
@@ -46,7 +46,7 @@ def test_a_multi_head_core_shares_one_encoder_between_its_heads(tiny_hub):
 def test_a_cls_pooled_core_asks_the_encoder_for_its_pooled_output_alone(tiny_hub):
     """"cls" pooling reads the encoder through `zoo.model.hub.pooled_view` (same variables, so a
     shared encoder stays shared); "mean" pooling reads the full outputs."""
-    from zoo.model import hub  # pylint: disable=import-outside-toplevel
+    from zoo.model import hub
     encoder = hub.encoder_layer(tiny_hub + "/encoder")
     cls = cores.classifier_core(encoder, 2, pooling="cls")
     mean = cores.classifier_core(encoder, 2, pooling="mean")

@@ -29,7 +29,7 @@ def test_each_encoder_says_which_pooling_it_was_trained_for(minilm_hub, tiny_hub
 
 
 def test_a_cached_build_of_an_older_format_is_rebuilt(monkeypatch, tmp_path, tiny_hub):
-    import json  # pylint: disable=import-outside-toplevel
+    import json
     monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path))
     folder = os.path.join(tmp_path, "hub", "tiny")
     shutil.copytree(tiny_hub, folder)  # a cached build, in this test's own cache

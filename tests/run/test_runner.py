@@ -181,7 +181,7 @@ def test_keep_best_exports_the_best_checkpoint_and_patience_stops_training(tiny_
     task = runner.start("export", Scripted, RunSettings(
         model_dir=str(model_dir), encoder_handle="tiny", max_seq_length=16))
     best_core, latest_core = runner.build_core(task), runner.build_core(task)
-    from zoo.run import best  # pylint: disable=import-outside-toplevel
+    from zoo.run import best
     from zoo.training import checkpoints
     assert best.restore(best_core, str(model_dir)) == 8
     checkpoints.restore_model(latest_core, str(model_dir))
@@ -214,7 +214,7 @@ def test_keep_best_settings_that_cannot_work(tiny_hub, tmp_path):
 
 
 def test_auto_pooling_is_the_trained_one_else_the_encoders(monkeypatch, tmp_path):
-    from zoo.kinds import classification  # pylint: disable=import-outside-toplevel
+    from zoo.kinds import classification
     from zoo.training import run_record
     monkeypatch.setattr(classification.hub, "default_pooling",
                         lambda handle: {"minilm": "mean", "tiny": "cls"}[handle])

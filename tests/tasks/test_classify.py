@@ -141,7 +141,7 @@ def test_sharded_training_with_skipped_bad_rows_and_check_data(tweets, tmp_path)
 
 
 def test_tfds_source_through_the_task(tmp_path, tiny_hub):
-    import tensorflow_datasets as tfds  # pylint: disable=import-outside-toplevel
+    import tensorflow_datasets as tfds
     model_dir = tmp_path / "tfds"
     with tfds.testing.mock_data(num_examples=24):
         result = run_inline(

@@ -59,7 +59,7 @@ def test_a_tensorflow_failure_prints_its_traceback_then_the_stage(flags, capsys)
 
 
 def _help_flags(module):
-    from tests.helpers import run_inline  # pylint: disable=import-outside-toplevel
+    from tests.helpers import run_inline
     result = run_inline(module, "--help")  # absl prints the help and exits with 1
     assert "--model_dir" in result.stdout, result.stderr[-2000:]
     return {line.split(":")[0].strip().lstrip("-").replace("[no]", "")

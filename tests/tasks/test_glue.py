@@ -74,7 +74,7 @@ def _without_data_dir(model_dir, *extra):
 
 
 def test_mrpc_without_a_data_dir_reads_tfds(tmp_path, tiny_hub):
-    import tensorflow_datasets as tfds  # pylint: disable=import-outside-toplevel
+    import tensorflow_datasets as tfds
     model_dir = tmp_path / "model"
     with tfds.testing.mock_data(num_examples=16):
         result = _without_data_dir(model_dir, "--num_train_epochs=1")
@@ -86,8 +86,8 @@ def test_mrpc_without_a_data_dir_reads_tfds(tmp_path, tiny_hub):
 
 
 def test_mrpc_without_a_data_dir_offline_says_how_to_pass_a_folder(tmp_path, monkeypatch):
-    import requests  # pylint: disable=import-outside-toplevel
-    import tensorflow_datasets as tfds  # pylint: disable=import-outside-toplevel
+    import requests
+    import tensorflow_datasets as tfds
 
     def load(*args, **kwargs):  # what tfds.load raised here, offline, after 204 s of retries
         raise requests.exceptions.ConnectionError(

@@ -100,7 +100,7 @@ def test_an_unknown_label_in_a_list_names_the_file_and_line(trained, tmp_path):
 
 
 def test_the_export_takes_a_threshold_per_request_and_explains_a_class(trained):
-    from zoo import serving  # pylint: disable=import-outside-toplevel
+    from zoo import serving
     model = serving.load(os.path.join(trained["model_dir"], "export", "1"))
     texts = ["happy today really", "furious glad today", "scared"]
     default = model.predict(texts)

@@ -104,7 +104,7 @@ def test_one_export_with_a_signature_per_task_and_the_encoder_stored_once(traine
     assert out["signatures"] == ["serving_default", "squad", "sst2", "tweets"]
     assert out["serving_default"] == out["tweets"]  # the first task
     # each signature gives what the multi-task model itself predicts
-    from zoo.kinds import multitask  # pylint: disable=import-outside-toplevel
+    from zoo.kinds import multitask
     from zoo.run import runner
     settings = multitask.Settings(model_dir=str(trained["model_dir"]), encoder_handle="tiny",
                                   max_seq_length=32, keep_best="sst2/accuracy",  # as exported
@@ -138,8 +138,8 @@ def test_a_rerun_resumes_and_eval_evaluates_every_task(trained):
 
 
 def test_bad_specs_and_bad_rows_name_what_is_wrong(trained, tmp_path):
-    from zoo.base.errors import UsageError  # pylint: disable=import-outside-toplevel
-    from zoo.kinds import multitask  # pylint: disable=import-outside-toplevel
+    from zoo.base.errors import UsageError
+    from zoo.kinds import multitask
     specs = _specs(tmp_path)
 
     def check(tasks):

@@ -33,7 +33,7 @@ def _served(export_dir, questions, contexts, fresh_process=False):
             capture_output=True, text=True, timeout=600, env=env)
         assert served.returncode == 0, served.stderr[-3000:]
         return json.loads(served.stdout.strip().splitlines()[-1])
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
     out = tf.saved_model.load(export_dir).signatures["serving_default"](
         question=tf.constant(questions), context=tf.constant(contexts))
     return dict(answer=[a.decode() for a in out["answer"].numpy()],
@@ -156,9 +156,9 @@ def test_long_contexts_train_with_xla_fusion_evaluate_and_export(tmp_path, tiny_
 def test_a_failure_inside_tensorflow_names_the_stage_of_the_run(tmp_path, tiny_hub, monkeypatch):
     """A TensorFlow error ends with its traceback and a line saying what zoo was doing and which
     flag turns the feature involved off."""
-    import numpy as np  # pylint: disable=import-outside-toplevel
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    from zoo.kinds import squad  # pylint: disable=import-outside-toplevel
+    import numpy as np
+    import tensorflow as tf
+    from zoo.kinds import squad
 
     real_loss = squad.span_loss
 
@@ -205,9 +205,9 @@ def _windows_and_ties(rows, seq_length, doc_stride, max_query_length, tiny_hub):
     """Windows per question, and how many context tokens have the same max-context score in
     two windows (Google's rule: min(left, right context) + 0.01 x window length); the first
     window must own each of those."""
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
-    from zoo.data.squad_windows import Windower  # pylint: disable=import-outside-toplevel
-    from zoo.model.cores import TextPacker  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
+    from zoo.data.squad_windows import Windower
+    from zoo.model.cores import TextPacker
 
     windower = Windower(TextPacker(tiny_hub + "/preprocessor", seq_length), seq_length,
                         doc_stride, max_query_length)
@@ -265,8 +265,8 @@ def test_export_and_predict_agree_on_real_questions_of_several_windows(tmp_path,
 
 
 def test_repeated_question_ids_are_refused_not_overwritten(trained, tmp_path):
-    from zoo.data.text_files import DataError  # pylint: disable=import-outside-toplevel
-    from zoo.kinds import table  # pylint: disable=import-outside-toplevel
+    from zoo.data.text_files import DataError
+    from zoo.kinds import table
     data = json.load(open(trained["dev"]))
     paragraphs = data["data"][0]["paragraphs"]
     paragraphs[4]["qas"][0]["id"] = paragraphs[1]["qas"][0]["id"]  # q1 twice

@@ -38,7 +38,7 @@ def _write(path, sentences, tags=True):
     with open(path, "w", encoding="utf-8") as f:
         f.write("-DOCSTART- -X- O O\n\n")
         for tokens, labels in sentences:
-            f.writelines(f"{t} NN O {l}\n" if tags else f"{t}\n" for t, l in zip(tokens, labels))
+            f.writelines(f"{t} NN O {tag}\n" if tags else f"{t}\n" for t, tag in zip(tokens, labels))
             f.write("\n")
     return str(path)
 

@@ -55,8 +55,8 @@ def test_tpu_settings_fixed_shapes_and_host_reads(tiny_hub):
     # no file: `zoo.model.hub.pooled_view`)
     layer = cores.classifier_core(tiny_hub + "/encoder", 2, pooling="mean",
                                    on_tpu=True).get_layer("encoder")
-    assert layer._load_options.experimental_io_device == "/job:localhost"  # pylint: disable=protected-access
-    from zoo.kinds import classification  # pylint: disable=import-outside-toplevel
+    assert layer._load_options.experimental_io_device == "/job:localhost"
+    from zoo.kinds import classification
     settings = classification.Settings(model_dir="unused", padding="dynamic")
     assert classification.dynamic_padding(settings, on_tpu=True) is False
     assert classification.dynamic_padding(settings, on_tpu=False) is True
@@ -123,8 +123,8 @@ json.dump(results, open(f"{out}/results.json", "w"))
 @pytest.fixture(scope="module")
 def dropout_free_hub(tiny_hub, tmp_path_factory):
     """The tiny encoder without dropout, so that runs under different strategies can match."""
-    from zoo.hub_build import build  # pylint: disable=import-outside-toplevel
-    from zoo.hub_build.encoder import BertConfig  # pylint: disable=import-outside-toplevel
+    from zoo.hub_build import build
+    from zoo.hub_build.encoder import BertConfig
     path = str(tmp_path_factory.mktemp("nodrop") / "encoder")
     _, config, vocab, lower = build.source_checkpoint("tiny")
     config = BertConfig(**dict(config.__dict__, hidden_dropout_prob=0.0,
@@ -146,7 +146,7 @@ def test_mirrored_on_two_cpus_takes_the_same_steps_as_one_device(dropout_free_hu
         np.testing.assert_allclose(mirrored[name], one[name], atol=1e-5, err_msg=name)
     assert results["mirrored_eval"]["accuracy"] == results["one_eval"]["accuracy"]
     assert results["mirrored_eval"]["loss"] == pytest.approx(results["one_eval"]["loss"], abs=1e-5)
-    rows = [[json.loads(l) for l in open(tmp_path / f"{n}.jsonl")] for n in ("one", "mirrored")]
+    rows = [[json.loads(line) for line in open(tmp_path / f"{n}.jsonl")] for n in ("one", "mirrored")]
     assert len(rows[0]) == len(rows[1]) == 13  # 13 rows in batches of 6: padded, then dropped
     assert [r["score"] for r in rows[1]] == pytest.approx([r["score"] for r in rows[0]], abs=1e-5)
 

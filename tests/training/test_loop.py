@@ -121,7 +121,7 @@ def test_summaries_and_restore_model(tmp_path):
 
 
 def test_plan_epochs_needs_at_least_one_batch():
-    from zoo.run.settings import RunSettings  # pylint: disable=import-outside-toplevel
+    from zoo.run.settings import RunSettings
     settings = RunSettings(model_dir="unused", train_batch_size=8, num_train_epochs=3)
     assert loop.plan_epochs(100, settings) == (12, 3, 36, 4)
     with pytest.raises(ValueError, match="7 training windows is less than one batch of 8"):
@@ -132,7 +132,7 @@ def test_plan_epochs_needs_at_least_one_batch():
 
 
 def test_the_examples_an_epoch_leaves_out_are_said_once():
-    from zoo.run.settings import RunSettings  # pylint: disable=import-outside-toplevel
+    from zoo.run.settings import RunSettings
     plan = loop.plan_epochs(39, RunSettings(model_dir="unused", train_batch_size=8))
     assert plan.left_out == 7 and plan.note("windows").startswith(
         "each epoch is 4 whole batches: 7 of the training windows are left out of each")
@@ -140,7 +140,7 @@ def test_the_examples_an_epoch_leaves_out_are_said_once():
 
 
 def test_a_fraction_of_an_epoch_is_trained_not_rounded_away():
-    from zoo.run.settings import RunSettings  # pylint: disable=import-outside-toplevel
+    from zoo.run.settings import RunSettings
     settings = RunSettings(model_dir="unused", train_batch_size=8, num_train_epochs=2.5)
     assert loop.plan_epochs(96, settings) == (12, 3, 30, 0)  # half of the third epoch
     settings.num_train_epochs = 0.25
@@ -157,13 +157,14 @@ def test_fit_stops_inside_the_last_epoch_and_resumes_there(tmp_path):
     model, optimizer, dataset_fn, loss_fn = _toy_setup(str(tmp_path))
     assert loop.fit(model, optimizer, loss_fn, dataset_fn, loop.FitConfig(
         4, 2, 8, str(tmp_path), total_steps=6))["steps"] == 0  # finished: nothing more
+    # asked for more: the rest of epoch 2, then 2 steps of epoch 3
     timing = loop.fit(model, optimizer, loss_fn, dataset_fn,
-                      loop.FitConfig(4, 3, 8, str(tmp_path), total_steps=10))  # asked for more: the rest of epoch 2, then 2 of epoch 3
+                      loop.FitConfig(4, 3, 8, str(tmp_path), total_steps=10))
     assert timing["steps"] == 4 and int(optimizer.iterations) == 10
 
 
 def test_max_train_steps_caps_training():
-    from zoo.run.settings import RunSettings  # pylint: disable=import-outside-toplevel
+    from zoo.run.settings import RunSettings
     settings = RunSettings(model_dir="unused", train_batch_size=8, num_train_epochs=3,
                            max_train_steps=5)
     assert loop.plan_epochs(100, settings)[:3] == (12, 1, 5)  # one short epoch
@@ -177,8 +178,8 @@ def test_fit_runs_its_steps_and_evaluations_in_the_precisions_it_is_given(tmp_pa
     """The run's `Compute` is passed in, not read from process-wide settings: the step is traced
     under the training precision, the evaluation runs under the evaluation one, and the process
     setting is as it was afterwards."""
-    from zoo.compute import Compute  # pylint: disable=import-outside-toplevel
-    from zoo.compute import precision  # pylint: disable=import-outside-toplevel
+    from zoo.compute import Compute
+    from zoo.compute import precision
     model, optimizer, dataset_fn, loss_fn = _toy_setup(str(tmp_path))
     seen = []
 

@@ -41,7 +41,7 @@ class Range:
                 f"{'less than' if self.high_open else 'at most'} {self.high:g}")
 
 
-def setting(default, help, choices=None, flag=True, low=None, high=None,  # pylint: disable=redefined-builtin
+def setting(default, help, choices=None, flag=True, low=None, high=None,
             low_open=False, high_open=False, check=None, path=False):
     """A settings field: its default, help text, (for an enum) its choices and (for a number)
     its range: `low` and `high` are included unless `low_open` / `high_open`. A float field is
@@ -62,7 +62,7 @@ def setting(default, help, choices=None, flag=True, low=None, high=None,  # pyli
         check=check))
 
 
-def override(base, name, default, help=None, flag=None):  # pylint: disable=redefined-builtin
+def override(base, name, default, help=None, flag=None):
     """The field `name` of settings class `base` with another default (and help text, if
     given); its choices are kept. `flag=False` takes it off the command line of a task that
     does not use it."""

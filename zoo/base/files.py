@@ -175,7 +175,7 @@ class PartialFile:
         else:
             handle, self.staged = tempfile.mkstemp(prefix="zoo-upload-")
             os.close(handle)
-        self.file = open(self.staged, "wb" if binary else "w",  # pylint: disable=consider-using-with
+        self.file = open(self.staged, "wb" if binary else "w",
                          **({} if binary else dict(encoding="utf-8", newline=newline)))
 
     def close(self):

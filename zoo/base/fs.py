@@ -54,7 +54,7 @@ class TensorflowFiles:
 
     @property
     def gfile(self):
-        import tensorflow as tf  # pylint: disable=import-outside-toplevel
+        import tensorflow as tf
         return tf.io.gfile
 
     def schemes(self):
@@ -111,7 +111,7 @@ _remote = TensorflowFiles()
 def use_remote(backend):
     """Serves paths with a scheme by `backend` (`TensorflowFiles`'s interface) in this process
     from now on; returns the one it replaces."""
-    global _remote  # pylint: disable=global-statement
+    global _remote
     previous, _remote = _remote, backend
     return previous
 
@@ -289,12 +289,12 @@ def readable(path):
     return os.access(_local(path), os.R_OK) if is_local(path) else True
 
 
-def open(path, mode="r", encoding=None, newline=None):  # pylint: disable=redefined-builtin
+def open(path, mode="r", encoding=None, newline=None):
     """A file object like the builtin `open`'s (text or binary; "r" or "w"). A path with a
     scheme is read or written through the remote backend, buffered, with the same newline and
     encoding rules; a missing file is a FileNotFoundError as for a local one."""
     if is_local(path):
-        return builtins.open(_local(path), mode, encoding=encoding, newline=newline)  # pylint: disable=consider-using-with,unspecified-encoding
+        return builtins.open(_local(path), mode, encoding=encoding, newline=newline)
     reading = "r" in mode
     if reading and not _remote.exists(path):
         raise FileNotFoundError(errno.ENOENT, "No such file or directory", path)

@@ -57,9 +57,9 @@ class ExportHandler(ModelHandler):
         self.max_batch_size = max_batch_size
 
     def load_model(self):
-        import tensorflow as tf  # pylint: disable=import-outside-toplevel
-        from zoo import serving  # pylint: disable=import-outside-toplevel
-        from zoo.batch import files  # pylint: disable=import-outside-toplevel
+        import tensorflow as tf
+        from zoo import serving
+        from zoo.batch import files
 
         files.use()
         if self.threads:

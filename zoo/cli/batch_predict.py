@@ -67,11 +67,11 @@ def checked(args):
     """(Inputs, input names, CSV fields or None) after the checks that need no worker: the
     export loads and has the signature, the files exist, the model's inputs have columns, the
     first file has them."""
-    from zoo import serving  # pylint: disable=import-outside-toplevel
-    from zoo.batch import pipeline  # pylint: disable=import-outside-toplevel
-    from zoo.batch.pipeline import QA_INPUTS, Inputs  # pylint: disable=import-outside-toplevel
-    from zoo.data.sources import expand_shards, read_file  # pylint: disable=import-outside-toplevel
-    from zoo.data.text_files import BadRow  # pylint: disable=import-outside-toplevel
+    from zoo import serving
+    from zoo.batch import pipeline
+    from zoo.batch.pipeline import QA_INPUTS, Inputs
+    from zoo.data.sources import expand_shards, read_file
+    from zoo.data.text_files import BadRow
 
     if args.batch_size < 1:
         raise ValueError(f"--batch_size must be at least 1, not {args.batch_size}")
@@ -104,8 +104,8 @@ def checked(args):
 def main(argv=None):
     args, rest = _parser().parse_known_args(sys.argv[1:] if argv is None else argv)
     with quiet.startup():
-        from zoo.batch import files, handler, pipeline  # pylint: disable=import-outside-toplevel
-        from zoo.data.text_files import DataError  # pylint: disable=import-outside-toplevel
+        from zoo.batch import files, handler, pipeline
+        from zoo.data.text_files import DataError
     with files.used():  # paths with a scheme through Beam's file systems, as workers read them
         try:
             inputs, names, fields = checked(args)

@@ -35,7 +35,7 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    from zoo.hub_build import build, checkpoint  # pylint: disable=import-outside-toplevel
+    from zoo.hub_build import build, checkpoint
 
     start = time.time()
     try:
@@ -50,7 +50,7 @@ def main(argv):
 
 def run():
     """The `zoo-build-hub` console script (the same as `zoo build-hub`)."""
-    from zoo.cli.main import run_absl  # pylint: disable=import-outside-toplevel
+    from zoo.cli.main import run_absl
 
     run_absl(__name__, sys.argv[1:])
 

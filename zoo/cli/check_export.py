@@ -33,8 +33,8 @@ def _print(report):
 def main(argv):
     if len(argv) != 2:
         raise SystemExit("usage: zoo check-export EXPORT_DIR [--json]")
-    from zoo.base.errors import UsageError  # pylint: disable=import-outside-toplevel
-    from zoo.export import conformance  # pylint: disable=import-outside-toplevel
+    from zoo.base.errors import UsageError
+    from zoo.export import conformance
     try:
         report = conformance.check(argv[1])
     except UsageError as e:

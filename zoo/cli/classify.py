@@ -31,7 +31,7 @@ FLAGS = flags.FLAGS
 
 def _no_foreign_flags():
     """A flag of another --task_type, set to something else than its default, is a mistake."""
-    from zoo.base.errors import UsageError  # pylint: disable=import-outside-toplevel
+    from zoo.base.errors import UsageError
 
     own = {f.name for f in flag_fields(TASK_TYPES[FLAGS.task_type].settings)}
     for other, kind in TASK_TYPES.items():
@@ -46,8 +46,8 @@ def _no_foreign_flags():
 def _task_type():
     """--task_type, or, for a mode that uses a trained model and leaves it out, the kind the
     model dir records (a regression or multi-label model dir is used as one)."""
-    from zoo.base import files, fs  # pylint: disable=import-outside-toplevel
-    from zoo.kinds.kind import USING_MODES  # pylint: disable=import-outside-toplevel
+    from zoo.base import files, fs
+    from zoo.kinds.kind import USING_MODES
 
     if FLAGS["task_type"].present or FLAGS.mode not in USING_MODES:
         return FLAGS.task_type

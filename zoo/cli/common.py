@@ -1,10 +1,11 @@
 """Flags of every task's train.py, derived from its task kind, and turned back into a run.
 
-A task's CLI module (`zoo/cli/<task>.py`) calls `define_kind_flags(KINDS[name])` at the top: `--mode` with the modes
-the kind has, one flag per field of its settings class (`zoo.run.settings`) and one per data key
-of its data spec (`zoo.data.specs`): the name, type, default, choices and help text are declared
-there once, so `--help` lists exactly what the task uses. `main()` is `run_kind(kind)`, which
-builds the data spec and the settings back from the parsed flags and runs the mode.
+A task's CLI module (`zoo/cli/<task>.py`) calls `define_kind_flags(KINDS[name])` at the top:
+`--mode` with the modes the kind has, one flag per field of its settings class
+(`zoo.run.settings`) and one per data key of its data spec (`zoo.data.specs`): the name, type,
+default, choices and help text are declared there once, so `--help` lists exactly what the task
+uses. `main()` is `run_kind(kind)`, which builds the data spec and the settings back from the
+parsed flags and runs the mode.
 """
 import traceback
 
@@ -50,7 +51,7 @@ def define_kind_flags(*names):
     """The flags of the task kinds named (`zoo.kinds.table.KINDS`): `--mode`, their settings and
     their data keys, with the first kind's defaults (STS-B's score range). Returns the kinds
     (one kind if one name is given)."""
-    from zoo.kinds.table import KINDS  # pylint: disable=import-outside-toplevel
+    from zoo.kinds.table import KINDS
 
     kinds = [KINDS[name] for name in names]
     define_flags(kinds[0].task.MODES, *(k.settings for k in kinds), *(k.data for k in kinds))
@@ -96,11 +97,11 @@ def run_task(run):
     clear line and no traceback; a failure inside TensorFlow with its traceback and then a line
     naming the stage of the run (`zoo.base.stages`); anything else is a bug and keeps its
     traceback."""
-    from zoo.base.errors import (  # pylint: disable=import-outside-toplevel
+    from zoo.base.errors import (
         DivergedError, ModelDirBusy, OutputError, UsageError)
-    from zoo.base.stages import StageError  # pylint: disable=import-outside-toplevel
-    from zoo.data.text_files import DataError  # pylint: disable=import-outside-toplevel
-    from zoo.model import hub  # pylint: disable=import-outside-toplevel
+    from zoo.base.stages import StageError
+    from zoo.data.text_files import DataError
+    from zoo.model import hub
 
     try:
         return run()
@@ -134,8 +135,8 @@ def given_flags():
 def started():
     """Once a run has started: the flags into the model dir, by the chief of a mode that writes
     there (`save_flags`)."""
-    from zoo.run.paths import WRITING_MODES  # pylint: disable=import-outside-toplevel
-    from zoo.training import distribute  # pylint: disable=import-outside-toplevel
+    from zoo.run.paths import WRITING_MODES
+    from zoo.training import distribute
 
     if FLAGS.mode in WRITING_MODES and distribute.chief_from_env():
         save_flags()

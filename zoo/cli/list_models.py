@@ -9,7 +9,7 @@ FLAGS = flags.FLAGS
 
 def main(argv):
     del argv
-    from zoo.model import hub  # pylint: disable=import-outside-toplevel
+    from zoo.model import hub
 
     rows = []
     for name, spec in hub.MODELS.items():
@@ -27,7 +27,7 @@ def main(argv):
 
 def run():
     """The `zoo-models` console script (the same as `zoo models`)."""
-    from zoo.cli.main import run_absl  # pylint: disable=import-outside-toplevel
+    from zoo.cli.main import run_absl
 
     run_absl(__name__, sys.argv[1:])
 

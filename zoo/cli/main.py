@@ -44,7 +44,7 @@ def run_absl(module_name, args):
     with `args`; `--help` shows that module's flags and docstring."""
     with quiet.startup():
         module = importlib.import_module(module_name)
-    from absl import app, flags  # pylint: disable=import-outside-toplevel
+    from absl import app, flags
 
     def main(argv):
         quiet.python_logging(flags.FLAGS["verbosity"].present)
@@ -74,7 +74,7 @@ def recorded_task(args, command):
     if not model_dir:
         _usage(f"`zoo {command}` needs a TASK first (one of {', '.join(TASKS)}), or the "
                "--model_dir of a trained model")
-    from zoo.base import files, fs  # pylint: disable=import-outside-toplevel
+    from zoo.base import files, fs
     record = files.load_json(fs.join(model_dir, "run.json")) or {}
     kind = record.get("kind") or (record.get("task") if record.get("task") in TASKS else None)
     if not kind:
@@ -104,12 +104,12 @@ def run(argv=None):
     elif command in TOOLS:
         run_absl(TOOLS[command], rest)
     elif command == "batch-predict":
-        from zoo.cli import batch_predict  # pylint: disable=import-outside-toplevel
+        from zoo.cli import batch_predict
         quiet.python_logging(False)
         batch_predict.main(rest)
     elif command == "serve-predict":
         with quiet.startup():
-            from zoo import serving  # pylint: disable=import-outside-toplevel
+            from zoo import serving
         serving.main(rest)
     else:
         _usage(f"unknown command {command!r}")

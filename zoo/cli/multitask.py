@@ -58,8 +58,8 @@ def _specs():
 def _recorded_model():
     """The encoder, preprocessor, sequence length and best-checkpoint metric the model dir's
     run.json records, for a mode that uses the trained model and does not give them."""
-    from zoo.base import files, fs  # pylint: disable=import-outside-toplevel
-    from zoo.kinds.kind import USING_MODES  # pylint: disable=import-outside-toplevel
+    from zoo.base import files, fs
+    from zoo.kinds.kind import USING_MODES
 
     if FLAGS.mode not in USING_MODES:
         return {}
@@ -71,9 +71,9 @@ def _recorded_model():
 
 
 def _given_specs():
-    from zoo.base import files, fs  # pylint: disable=import-outside-toplevel
-    from zoo.base.errors import UsageError  # pylint: disable=import-outside-toplevel
-    from zoo.kinds.kind import USING_MODES  # pylint: disable=import-outside-toplevel
+    from zoo.base import files, fs
+    from zoo.base.errors import UsageError
+    from zoo.kinds.kind import USING_MODES
 
     recorded = (files.load_json(fs.join(FLAGS.model_dir, "run.json")) or {}).get("tasks") \
         if FLAGS.mode in USING_MODES and not FLAGS.tasks_file else None
@@ -111,7 +111,7 @@ def _given_specs():
 
 def main(argv):
     del argv
-    from zoo.run import runner  # pylint: disable=import-outside-toplevel
+    from zoo.run import runner
 
     def run():
         settings = common.settings_from_flags(multitask.Settings, tasks=_specs(),

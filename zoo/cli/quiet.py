@@ -47,7 +47,7 @@ def startup():
     os.dup2(devnull, 2)
     try:
         yield
-        import tensorflow as tf  # pylint: disable=import-outside-toplevel
+        import tensorflow as tf
         tf.config.list_physical_devices()  # the CUDA probe happens here, once
     finally:
         sys.stderr.flush()
@@ -62,7 +62,7 @@ def python_logging(verbosity_given):
     is set or `--verbosity` was given."""
     if verbose() or verbosity_given:
         return
-    from absl import logging as absl_logging  # pylint: disable=import-outside-toplevel
+    from absl import logging as absl_logging
 
     absl_logging.set_verbosity(absl_logging.WARNING)
     logging.getLogger("tensorflow").setLevel(logging.WARNING)

@@ -93,7 +93,7 @@ def resolve(fusion, padding, training=True, accelerators=None, steps_per_executi
         return True
     if not (training and padding == "fixed" and replicas == 1):
         return False
-    from zoo.compute import precision  # pylint: disable=import-outside-toplevel  (imports TensorFlow)
+    from zoo.compute import precision  # (imports TensorFlow)
     accelerators = precision.visible_gpus() if accelerators is None else accelerators
     flags = precision.cpu_flags() if flags is None else flags
     return not accelerators and bool(FUSION_CPU_FLAGS & set(flags))
@@ -109,7 +109,7 @@ def scope(enabled):
     if not enabled:
         yield
         return
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
     before = tf.config.optimizer.get_jit()
     tf.config.optimizer.set_jit("autoclustering")
     try:
@@ -120,5 +120,5 @@ def scope(enabled):
 
 def current():
     """Whether XLA auto-clustering is on at this point of this process."""
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
     return available() and bool(tf.config.optimizer.get_jit())

@@ -28,7 +28,7 @@ def _mallopt():
     """glibc's `mallopt`, or None where the C library has none (or is not glibc)."""
     try:
         libc = ctypes.CDLL(None)
-        libc.gnu_get_libc_version  # pylint: disable=pointless-statement  (glibc only)
+        libc.gnu_get_libc_version  # noqa: B018  (glibc only)
         mallopt = libc.mallopt
     except (OSError, AttributeError, TypeError):  # TypeError: no CDLL(None) on Windows
         return None
@@ -46,7 +46,7 @@ def settle():
     mallopt = _mallopt()
     if mallopt is None:
         return False
-    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+    import tensorflow as tf
     for _ in tf.data.Dataset.from_generator(  # TensorFlow's own setting, done now
             lambda: iter([0]), output_signature=tf.TensorSpec([], tf.int32)):
         pass

@@ -22,6 +22,6 @@ def data_fingerprint(files=None, examples=None):
         return [file_fingerprint(f) for f in files]
     digest = hashlib.sha1()
     count = 0
-    for count, example in enumerate(examples or (), 1):
+    for count, example in enumerate(examples or (), 1):  # noqa: B007  (read after the loop)
         digest.update(repr(example).encode("utf-8"))
     return dict(examples=count, sha1=digest.hexdigest())

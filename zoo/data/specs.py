@@ -163,7 +163,7 @@ class GlueFolder(FolderFiles):
             labelled = split != "predict"
             if self.given(split) or not task.tfds:
                 return FileSource(self.path(split), task.columns(split), require_label=labelled)
-            from zoo.data import tfds_source  # pylint: disable=import-outside-toplevel  (TFDS)
+            from zoo.data import tfds_source  # (TFDS)
             tfds_split = TFDS_SPLITS[split]
             print(f"no --data_dir: reading {task.tfds} [{tfds_split}] from TensorFlow Datasets "
                   "(downloaded on first use)")
@@ -224,7 +224,7 @@ class TextColumns(FolderFiles):
     def _pair(self):
         if self.text_b_column or not self.tfds_name:
             return bool(self.text_b_column)
-        from zoo.data import tfds_source  # pylint: disable=import-outside-toplevel  (TFDS)
+        from zoo.data import tfds_source  # (TFDS)
         return tfds_source.TFDS_COLUMNS.get(self.tfds_name, (None, None))[1] is not None
 
     def columns(self):
@@ -238,7 +238,7 @@ class TextColumns(FolderFiles):
             labelled = split != "predict"
             if not self.tfds_name:
                 return FileSource(self.path(split), self.columns(), require_label=labelled)
-            from zoo.data import tfds_source  # pylint: disable=import-outside-toplevel  (TFDS)
+            from zoo.data import tfds_source  # (TFDS)
             tfds_split = getattr(self, f"tfds_{split}_split")
             return ListSource(tfds_source.read_tfds(
                 self.tfds_name, tfds_split, self.text_column, self.text_b_column, self.label_column,

@@ -138,7 +138,8 @@ def _header(reader, path, problems):
         header = next(reader)
     except StopIteration:
         if problems:
-            raise DataError(f"{problems[0].source}: {problems[0].reason} (in the header)")
+            raise DataError(
+                f"{problems[0].source}: {problems[0].reason} (in the header)") from None
         raise DataError(f"{path}: empty file (a header line is required)") from None
     if problems:
         raise DataError(f"{problems[0].source}: {problems[0].reason} (in the header)")

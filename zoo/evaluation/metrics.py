@@ -126,7 +126,7 @@ def entity_metrics(gold, predicted, tags, types):
     `gold`, `predicted`: per sentence, the tag ids of its tokens; `tags`: the tag names
     (IOB2), `types`: the entity types (`zoo.data.tagging.TagVocab`).
     """
-    from zoo.data.tagging import decode_entities  # pylint: disable=import-outside-toplevel
+    from zoo.data.tagging import decode_entities
 
     tag_type = tf.constant([types.index(t[2:]) if t != "O" else -1 for t in tags], tf.int64)
     tag_begins = tf.constant([t.startswith("B-") for t in tags])

@@ -6,10 +6,10 @@ import io
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  pylint: disable=wrong-import-position
-import numpy as np  # noqa: E402  pylint: disable=wrong-import-position
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 
-from zoo.base.files import save_bytes  # noqa: E402  pylint: disable=wrong-import-position
+from zoo.base.files import save_bytes  # noqa: E402
 
 
 def _save(fig, path):

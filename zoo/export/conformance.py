@@ -84,7 +84,7 @@ def registry():
 def export_ops(export_dir):
     """{op type: count} of every node of the export's graph and of its functions (calls of the
     graph's own functions are not ops)."""
-    from tensorflow.core.protobuf import saved_model_pb2  # pylint: disable=import-outside-toplevel
+    from tensorflow.core.protobuf import saved_model_pb2
     saved = saved_model_pb2.SavedModel()
     with fs.open(fs.join(export_dir, "saved_model.pb"), "rb") as f:
         saved.ParseFromString(f.read())
@@ -220,7 +220,7 @@ def rest_predict(model, request, signature="serving_default"):
 def grpc_predict(model, request_bytes):
     """The serialized `PredictResponse` TF Serving's gRPC `Predict` gives to a serialized
     `PredictRequest` (package tensorflow-serving-api)."""
-    from tensorflow_serving.apis import predict_pb2  # pylint: disable=import-outside-toplevel
+    from tensorflow_serving.apis import predict_pb2
     request = predict_pb2.PredictRequest.FromString(request_bytes)
     signature = request.model_spec.signature_name or "serving_default"
     inputs = {name: tf.make_ndarray(proto) for name, proto in request.inputs.items()}
@@ -235,7 +235,7 @@ def grpc_predict(model, request_bytes):
 def client_requests(inputs, signature="serving_default"):
     """What a client sends for `inputs` ({input name: array of rows}): the REST row request,
     the REST columnar request, and a serialized `PredictRequest`."""
-    from tensorflow_serving.apis import predict_pb2  # pylint: disable=import-outside-toplevel
+    from tensorflow_serving.apis import predict_pb2
     columns = {name: _json_value(value) for name, value in inputs.items()}
     count = len(next(iter(columns.values())))
     rows = [{name: values[i] for name, values in columns.items()} for i in range(count)]
@@ -259,7 +259,7 @@ def _reason(message):
 def _signature_report(model, signature):
     """How one signature fares: its inputs and outputs, then `error` (the session's failure)
     or whether each request format gave the session's outputs."""
-    from tensorflow_serving.apis import predict_pb2  # pylint: disable=import-outside-toplevel
+    from tensorflow_serving.apis import predict_pb2
     definition = model.signatures[signature]
     report = dict(inputs=sorted(definition.inputs), outputs=sorted(definition.outputs))
     inputs = sample_inputs(definition)

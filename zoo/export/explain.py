@@ -144,8 +144,8 @@ class Words:
             pieces = starts.values
             first = tf.gather(pieces.flat_values, pieces.row_starts())
             last = tf.gather(limits.values.flat_values, limits.values.row_limits() - 1)
-            by_text = lambda v: tf.RaggedTensor.from_row_splits(  # noqa: E731, B023
-                v, rows, validate=False)
+            def by_text(v, rows=rows):
+                return tf.RaggedTensor.from_row_splits(v, rows, validate=False)
             parts["word"].append(tf.strings.substr(tf.gather(text, ids.value_rowids()),
                                                    first, last - first, unit="BYTE"))
             parts["word_start"].append(

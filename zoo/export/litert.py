@@ -143,7 +143,6 @@ def convert(saved_model_dir, quantization, representative=None):
                                            tf.lite.OpsSet.TFLITE_BUILTINS]
     # The calibration runs the model, tokenizer included, so it needs the same registrar (no
     # public setting for it; tf.lite reads this list when it calibrates).
-    # pylint: disable-next=protected-access
     converter.target_spec._experimental_custom_op_registerers = list(
         text.tflite_registrar.SELECT_TFTEXT_OPS)
     debugger = tf.lite.experimental.QuantizationDebugger(

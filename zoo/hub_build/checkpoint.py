@@ -86,7 +86,7 @@ def position_offset(raw_config):
 
 def _sentencepiece_file(folder, config):
     """The folder's `sentencepiece.bpe.model`, checked against the config's vocab_size."""
-    from zoo.hub_build import sentencepiece_model  # pylint: disable=import-outside-toplevel
+    from zoo.hub_build import sentencepiece_model
     path = os.path.join(folder, SENTENCEPIECE_FILE)
     pieces = sentencepiece_model.fairseq_size(path)
     if pieces > config.vocab_size:
@@ -241,7 +241,7 @@ def _lookup(tensors, name):
 def _tensors(checkpoint):
     """{name: array getter} of a checkpoint's weights file."""
     if checkpoint.layout == "google":
-        import tensorflow as tf  # pylint: disable=import-outside-toplevel
+        import tensorflow as tf
         try:
             reader = tf.train.load_checkpoint(checkpoint.weights_file)
         except (tf.errors.OpError, ValueError) as e:
@@ -249,7 +249,7 @@ def _tensors(checkpoint):
                                   f"{str(e).splitlines()[0]}") from None
         return {name: (lambda name=name: reader.get_tensor(name))
                 for name in reader.get_variable_to_shape_map()}
-    from safetensors.numpy import load_file  # pylint: disable=import-outside-toplevel
+    from safetensors.numpy import load_file
     try:
         tensors = load_file(checkpoint.weights_file)
     except Exception as e:  # safetensors raises its own error types

@@ -191,7 +191,8 @@ PREPROCESSOR_PARTS = ("tokenize", "bert_pack_inputs")
 
 def _traces(loaded):
     """The concrete functions of a loaded object's __call__ (none if it has no such call)."""
-    return getattr(getattr(loaded, "__call__", None), "concrete_functions", []) or []
+    call = getattr(loaded, "__call__", None)  # noqa: B004  (its concrete functions, if any)
+    return getattr(call, "concrete_functions", []) or []
 
 
 def _signatures(loaded):
@@ -245,12 +246,12 @@ def encoder_layer(handle, trainable=True, on_tpu=False, name="encoder"):
     try:
         layer = hub.KerasLayer(handle, trainable=trainable, load_options=load_options(on_tpu),
                                name=name)
-    except Exception as e:  # pylint: disable=broad-except  # a broken SavedModel fails many ways
+    except Exception as e:  # # a broken SavedModel fails many ways
         raise HandleError(f"{handle}: cannot be loaded as a TF Hub encoder "
                           f"({type(e).__name__}: {stages.first_line(e)})") from e
-    if not _is_bert_encoder(layer._func):  # pylint: disable=protected-access
+    if not _is_bert_encoder(layer._func):
         found = [(sorted(i) if isinstance(i, dict) else i,
-                  sorted(o) if isinstance(o, dict) else o) for i, o in _signatures(layer._func)]  # pylint: disable=protected-access
+                  sorted(o) if isinstance(o, dict) else o) for i, o in _signatures(layer._func)]
         raise HandleError(
             f"{handle}: not a BERT encoder. A TF Hub BERT encoder takes a dict of "
             f"{', '.join(ENCODER_INPUTS)} and returns {', '.join(ENCODER_OUTPUTS)}; this one "
@@ -321,7 +322,7 @@ def load_preprocessor(handle, on_tpu=False):
 def _load_preprocessor(handle, on_tpu):
     try:
         loaded = hub.load(handle, options=load_options(on_tpu))
-    except Exception as e:  # pylint: disable=broad-except  # a broken SavedModel fails many ways
+    except Exception as e:  # # a broken SavedModel fails many ways
         raise HandleError(f"{handle}: cannot be loaded as a TF Hub preprocessor "
                           f"({type(e).__name__}: {stages.first_line(e)})") from e
     missing = [part for part in PREPROCESSOR_PARTS if not hasattr(loaded, part)]

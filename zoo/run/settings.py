@@ -3,8 +3,8 @@
 Every setting is a dataclass field declared with `setting(default, help, choices)`
 (`zoo.base.fields`): its name, type, default, allowed values and help text live here and
 nowhere else. `zoo.cli.common` turns the fields of a task's settings class into that task's absl
-flags, so `--help` lists exactly what the task uses and a default is never written twice. A task's settings class
-subclasses `RunSettings`, adds its own fields and may change a default with `override`.
+flags, so `--help` lists exactly what the task uses and a default is never written twice. A
+task's settings class subclasses `RunSettings`, adds its own fields and may change a default with `override`.
 """
 import dataclasses
 from typing import Optional

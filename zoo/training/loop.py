@@ -326,7 +326,7 @@ class _Loop:
     def _epoch_record(self, epoch, losses):
         record = dict(epoch=epoch + 1, step=int(self.optimizer.iterations.numpy()))
         if losses:
-            record["train_loss"] = sum(l * n for l, n in losses) / sum(n for _, n in losses)
+            record["train_loss"] = sum(loss * n for loss, n in losses) / sum(n for _, n in losses)
             record.update({f"train_{name}": float(m.result())
                            for name, m in self.metrics.items()})
             with self.writer.as_default(step=record["step"]):

@@ -1,0 +1,71 @@
+"""Every benchmark script still imports what it names of zoo and of `bench/common.py` (in its
+functions too), and defines and parses its flags: a refactor that breaks one fails here, not at
+its next run. Each script is run as a module (its `main` not called), its flags parsed at their
+defaults, then forgotten. The PyTorch peer's scripts need torch (`./install.sh bench`) and skip
+without it."""
+import ast
+import glob
+import importlib.util
+import os
+import re
+import runpy
+import sys
+
+import pytest
+from absl import flags
+
+from tests.helpers import ROOT
+
+BENCH = os.path.join(ROOT, "bench")
+SCRIPTS = sorted(os.path.basename(p) for p in glob.glob(os.path.join(BENCH, "*.py")))
+PEER = ("torch", "transformers")
+
+
+def _imports_resolve(source, script):
+    """Every `from zoo... import X` / `from common import X` of the script, at any depth
+    (functions import zoo lazily), names something that exists."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module and (
+                node.module == "common" or node.module.split(".")[0] == "zoo"):
+            module = importlib.import_module(node.module)
+            for alias in node.names:
+                assert hasattr(module, alias.name) or importlib.util.find_spec(
+                    f"{node.module}.{alias.name}"), f"{script}: {node.module}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "zoo":
+                    importlib.import_module(alias.name)
+
+
+def _a_value(flag):
+    """A value a required flag parses: its first choice, or 1."""
+    return next(iter(getattr(flag.parser, "enum_values", None) or ["1"]))
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_a_benchmark_script_imports_and_parses_its_flags(script, monkeypatch):
+    path = os.path.join(BENCH, script)
+    with open(path, encoding="utf-8") as f:
+        source = f.read()
+    if any(f"import {m}" in source or f"from {m} " in source for m in PEER) and not all(
+            importlib.util.find_spec(m) for m in PEER):
+        pytest.skip("the PyTorch peer is not installed (./install.sh bench)")
+    monkeypatch.syspath_prepend(BENCH)
+    _imports_resolve(source, script)
+    monkeypatch.setattr(sys, "argv", [path])
+    before = set(flags.FLAGS)
+    try:
+        runpy.run_path(path, run_name="bench_smoke_test")
+        flags.FLAGS.unparse_flags()
+        try:
+            flags.FLAGS([path])  # every flag it defines parses at its default
+        except flags.IllegalFlagValueError as e:  # required flags: given a value
+            required = re.findall(r"--(\w+)=None: Flag --\1 must have a value", str(e))
+            assert required, e
+            flags.FLAGS.unparse_flags()
+            flags.FLAGS([path] + [f"--{name}={_a_value(flags.FLAGS[name])}" for name in required])
+    finally:
+        flags.FLAGS.unparse_flags()
+        for name in set(flags.FLAGS) - before:
+            delattr(flags.FLAGS, name)
+        sys.modules.pop("common", None)
