@@ -65,13 +65,13 @@ class Report:
         self.record("predict", dict(rows=count, output_file=path, seconds=seconds))
         self.say(f"wrote {count:,} rows to {path}{extra} in {duration(seconds)}")
 
-    def exported(self, path, seconds, litert=False):
+    def exported(self, path, seconds, litert=False, what_next=True):
         self.record("export", dict(export_dir=path, seconds=seconds))
         lines = [f"exported to {path} in {duration(seconds)}"]
-        if litert:
+        if what_next and litert:
             lines.append(f"next: python -c \"from zoo import litert; print(litert.load('{path}')"
                          ".predict(['some text']))\"")
-        else:
+        elif what_next:
             lines.append(f"next: zoo serve-predict {path} < texts.txt   (TF Serving: zoo "
                          f"check-export {path})")
         self.say(*lines)

@@ -371,9 +371,10 @@ def check_export_format(task_class, settings):
             f"{settings.encoder_handle} has a SentencePiece vocabulary: --export_format=savedmodel")
 
 
-def export(task, core):
+def export(task, core, what_next=True):
     """Writes the export of `core` to --export_dir (at --export_precision, or as a LiteRT file
-    at --litert_quantization); returns its path."""
+    at --litert_quantization); returns its path. `what_next`: say how to use it (a training
+    run's summary says it instead)."""
     s = task.settings
     began = time.time()
     if s.export_format == "litert":
@@ -385,7 +386,7 @@ def export(task, core):
     else:
         path = savedmodel.save(s.export_dir, task.signatures(
             frozen_core.serving_core(core, s.export_precision, s.export_small_requests), core))
-    task.run.report.exported(path, time.time() - began, s.export_format == "litert")
+    task.run.report.exported(path, time.time() - began, s.export_format == "litert", what_next)
     return path
 
 
@@ -526,6 +527,6 @@ def _finish_training(task, core, timing, keeper, results):
             print(f"exporting the best checkpoint by {s.keep_best}: step "
                   f"{best.restore(core, s.model_dir)}")
         with stages.stage("export"), precision.scope(run_.compute.eval_precision):
-            export(task, core)
+            export(task, core, what_next=False)
     run_.report.trained(timing, s.model_dir, task.metric_names(s), results,
                         s.export_dir, timing["wall_seconds"])
