@@ -126,8 +126,8 @@ def problem(value):
     None: for `zoo.base.fields.setting(check=...)`, whose message names the flag."""
     for part in str(value).split(","):
         name = scheme(part.strip())
-        if name and name != "file" and name not in registered_schemes():
-            known = ", ".join(f"{s}://" for s in registered_schemes())
+        if name and name != "file" and name not in (known := registered_schemes()):
+            known = ", ".join(f"{s}://" for s in known)
             return (f"a local path or one on a file system this TensorFlow serves ({known}; "
                     f"s3:// and hdfs:// come with the tensorflow-io plugin), and {name}:// "
                     "is none of them")

@@ -29,7 +29,7 @@ class BeamFiles:
         for name in KNOWN_SCHEMES:
             try:
                 FileSystems.get_filesystem(f"{name}://bucket/x")
-            except Exception:  # # Beam's extra for it is missing
+            except Exception:  # Beam's extra for it is missing
                 continue
             found.append(name)
         return found
@@ -48,7 +48,7 @@ class BeamFiles:
     def glob(self, pattern):
         try:
             return [m.path for m in FileSystems.match([pattern])[0].metadata_list]
-        except Exception:  # # Beam raises BeamIOError for no match
+        except Exception:  # Beam raises BeamIOError for no match
             return []
 
     def size(self, path):

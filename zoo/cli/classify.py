@@ -46,12 +46,12 @@ def _no_foreign_flags():
 def _task_type():
     """--task_type, or, for a mode that uses a trained model and leaves it out, the kind the
     model dir records (a regression or multi-label model dir is used as one)."""
-    from zoo.base import files, fs
     from zoo.kinds.kind import USING_MODES
+    from zoo.training import run_record
 
     if FLAGS["task_type"].present or FLAGS.mode not in USING_MODES:
         return FLAGS.task_type
-    record = files.load_json(fs.join(FLAGS.model_dir, "run.json")) or {}
+    record = run_record.load(FLAGS.model_dir) or {}
     by_kind = {kind.name: name for name, kind in TASK_TYPES.items()}
     FLAGS.task_type = by_kind.get(record.get("kind"), FLAGS.task_type)
     return FLAGS.task_type

@@ -74,6 +74,8 @@ def recorded_task(args, command):
     if not model_dir:
         _usage(f"`zoo {command}` needs a TASK first (one of {', '.join(TASKS)}), or the "
                "--model_dir of a trained model")
+    # run.json read here with zoo.base alone: zoo.training.run_record would import TensorFlow
+    # before the task's quiet start-up
     from zoo.base import files, fs
     record = files.load_json(fs.join(model_dir, "run.json")) or {}
     kind = record.get("kind") or (record.get("task") if record.get("task") in TASKS else None)

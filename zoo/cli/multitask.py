@@ -44,39 +44,40 @@ flags.adopt_module_key_flags(common)
 FLAGS = flags.FLAGS
 
 
-def _specs():
+def _record():
+    """The model dir's run.json for a mode that uses the trained model ({} for one that trains,
+    or a model dir without one)."""
+    from zoo.kinds.kind import USING_MODES
+    from zoo.training import run_record
+
+    return (run_record.load(FLAGS.model_dir) if FLAGS.mode in USING_MODES else None) or {}
+
+
+def _specs(record):
     """{task name: spec}: of --tasks_file, of --tasks with their GLUE folders, or (a mode that
-    uses a trained model, given neither) as the model dir's run.json records them; with
+    uses a trained model, given neither) as its run.json `record` holds them; with
     --predict_file, the predict data of the tasks chosen."""
-    specs = _given_specs()
+    specs = _given_specs(record)
     if FLAGS.predict_file:
         specs = {name: dict(spec, predict_file=FLAGS.predict_file) if name in (
             FLAGS.tasks or specs) else spec for name, spec in specs.items()}
     return specs
 
 
-def _recorded_model():
-    """The encoder, preprocessor, sequence length and best-checkpoint metric the model dir's
-    run.json records, for a mode that uses the trained model and does not give them."""
-    from zoo.base import files, fs
-    from zoo.kinds.kind import USING_MODES
-
-    if FLAGS.mode not in USING_MODES:
-        return {}
-    record = files.load_json(fs.join(FLAGS.model_dir, "run.json")) or {}
+def _recorded_model(record):
+    """The encoder, preprocessor, sequence length and best-checkpoint metric of the model dir's
+    run.json `record` that the command line does not give."""
     values = dict(record, **record.get("values", {}))
     return {key: values[key] for key in ("encoder_handle", "preprocessor_handle",
                                          "max_seq_length", "keep_best")
             if key in values and not FLAGS[key].present}
 
 
-def _given_specs():
-    from zoo.base import files, fs
+def _given_specs(record):
+    from zoo.base import fs
     from zoo.base.errors import UsageError
-    from zoo.kinds.kind import USING_MODES
 
-    recorded = (files.load_json(fs.join(FLAGS.model_dir, "run.json")) or {}).get("tasks") \
-        if FLAGS.mode in USING_MODES and not FLAGS.tasks_file else None
+    recorded = None if FLAGS.tasks_file else record.get("tasks")
     if recorded and not any(FLAGS[f"{g}_data_dir"].value for g in ("mrpc", "sst2", "stsb")):
         missing = [t for t in FLAGS.tasks if t not in recorded]
         if missing:
@@ -114,9 +115,10 @@ def main(argv):
     from zoo.run import runner
 
     def run():
-        settings = common.settings_from_flags(multitask.Settings, tasks=_specs(),
+        record = _record()
+        settings = common.settings_from_flags(multitask.Settings, tasks=_specs(record),
                                               tasks_file=FLAGS.tasks_file or "",
-                                              **_recorded_model())
+                                              **_recorded_model(record))
         return runner.run(FLAGS.mode, multitask.MultiTask, settings, None, common.started,
                           recorded=dict(kind="multitask", values=dict(
                               keep_best=settings.keep_best)))

@@ -46,7 +46,7 @@ def _tfrecord_rows(path, columns, require_label):
             where = f"{path}:record {number}"
             try:
                 features = tf.train.Example.FromString(record).features.feature
-            except Exception:  # # protobuf's DecodeError
+            except Exception:  # protobuf's DecodeError
                 yield BadRow(where, "not a tf.train.Example", repr(record[:200]))
                 continue
             row = {}
@@ -163,7 +163,7 @@ class Pending:
             for index, item in enumerate(items, 1):
                 self.items[index - 1] = item
                 yield index - 1, item
-        except Exception as e:  # # raised again by the consumer
+        except Exception as e:  # raised again by the consumer
             self.error = e
         self.total = index
 

@@ -29,7 +29,7 @@ def read_tfds(name, split, text_column=None, text_b_column=None, label_column="l
         raise DataError(f"tfds:{name}: pass --text_column (no default known for this dataset)")
     try:
         ds, info = tfds.load(name, split=split, with_info=True, data_dir=data_dir)
-    except Exception as e:  # # TFDS fails in many ways offline
+    except Exception as e:  # TFDS fails in many ways offline
         reason = str(e).strip().splitlines()[0][:300] if str(e).strip() else ""
         raise DataError(f"tfds:{name}[{split}]: TensorFlow Datasets could not load it "
                         f"({type(e).__name__}: {reason}){unavailable}") from e

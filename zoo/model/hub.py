@@ -246,7 +246,7 @@ def encoder_layer(handle, trainable=True, on_tpu=False, name="encoder"):
     try:
         layer = hub.KerasLayer(handle, trainable=trainable, load_options=load_options(on_tpu),
                                name=name)
-    except Exception as e:  # # a broken SavedModel fails many ways
+    except Exception as e:  # a broken SavedModel fails many ways
         raise HandleError(f"{handle}: cannot be loaded as a TF Hub encoder "
                           f"({type(e).__name__}: {stages.first_line(e)})") from e
     if not _is_bert_encoder(layer._func):
@@ -322,7 +322,7 @@ def load_preprocessor(handle, on_tpu=False):
 def _load_preprocessor(handle, on_tpu):
     try:
         loaded = hub.load(handle, options=load_options(on_tpu))
-    except Exception as e:  # # a broken SavedModel fails many ways
+    except Exception as e:  # a broken SavedModel fails many ways
         raise HandleError(f"{handle}: cannot be loaded as a TF Hub preprocessor "
                           f"({type(e).__name__}: {stages.first_line(e)})") from e
     missing = [part for part in PREPROCESSOR_PARTS if not hasattr(loaded, part)]
