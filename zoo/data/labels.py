@@ -174,10 +174,10 @@ class LabelVocab:
                             "classes; write each class one way (or name each with --label_map)")
         if len(raw) < 2:
             raise DataError(f"training data has {len(raw)} distinct label(s) {raw}; need at least 2")
-        if not label_map and _scores(raw):
+        if not label_map and (scores := _scores(raw)):
             raise DataError(
                 f"the training data's labels look like scores ({len(raw)} distinct numbers, "
-                f"such as {', '.join(_scores(raw))}): as classes each value would be a class "
+                f"such as {', '.join(scores)}): as classes each value would be a class "
                 "of its own. For a number per text use --task_type=regression; to keep them as "
                 "classes, name each with --label_map")
         return cls(raw, label_map, **kwargs)
