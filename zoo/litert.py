@@ -98,6 +98,7 @@ class Model(SavedModelModel):
         self.label_names = self.metadata["label_names"]
         self._interpreter = interpreter(self.export_dir, num_threads, self._content)
         runner = self._interpreter.get_signature_runner("serving_default")
+        self.one_label = "label_id" in runner.get_output_details()
         self._serve = lambda **batch: runner(**{k: np.asarray(v) for k, v in batch.items()})
 
     def _signature(self, name, what):

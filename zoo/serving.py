@@ -6,6 +6,7 @@ r"""Python inference on an exported model, without zoo's training stack.
     model.predict(["great film", ...])                             # one text per input
     model.predict([{"question": "...", "context": "..."}, ...])    # SQuAD
     model.predict(["great film"], top_k=3)        # the 3 most probable classes (class models)
+    model.predict(["great film"], min_score=0.8)  # label None below this score (class models)
     model.predict(["great film"], threshold=0.3)  # another threshold (multi-label models)
     model.explain(["great film"])                 # an attribution per word (see `explain`)
 
@@ -151,6 +152,7 @@ class Model:
             raise ValueError(f"{export_dir} has no signature {signature!r} (it has "
                              f"{', '.join(sorted(self._loaded.signatures))})")
         self._serve = self._loaded.signatures[signature]
+        self.one_label = "label_id" in self._serve.structured_outputs  # a class model's
         self.input_names = sorted(self._serve.structured_input_signature[1])
         if self.input_names == ["context", "question"]:
             self.input_names = ["question", "context"]
@@ -208,6 +210,7 @@ class Model:
                     row[key] = row[key][words]
                 for key in ENTITY_KEYS:
                     del row[key]
+            row.pop("logits", None)  # (the export's raw outputs; rows give probabilities)
             if "probabilities" in row and self.label_names and "label_mask" not in row \
                     and "label" in row:
                 row["probabilities"] = dict(zip(self.label_names, row["probabilities"].tolist()))
@@ -248,15 +251,23 @@ class Model:
             raise RuntimeError(f"{results.count(None)} of {len(inputs)} inputs got no result")
         return results
 
-    def predict(self, inputs, top_k=None, threshold=None):
+    def predict(self, inputs, top_k=None, threshold=None, min_score=None):
         """One dict per input, in input order (see the module docstring). `inputs` is a list
         (or any iterable) of inputs, never a single text: `predict(["great film"])`.
 
         `top_k` (class models): each row also gets `top_k`, its k most probable classes as
         [{label, score}], most probable first (the export's `top_k` signature). `threshold`
         (multi-label models): the labels at or over this probability instead of the trained
-        threshold (the export's `threshold` signature)."""
+        threshold (the export's `threshold` signature). `min_score` (class models): a row
+        whose score is below it abstains: its `label` is None, its scores are kept (as the
+        export's `min_score` signature does)."""
         inputs, serve, extra = _listed(inputs, "predict"), self._serve, {}
+        if min_score is not None:
+            if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) \
+                    or not 0 <= min_score <= 1:
+                raise ValueError(f"min_score must be a number in [0, 1], not {min_score!r}")
+            if not self.one_label:
+                raise ValueError("min_score is for class models (one label per row)")
         if top_k is not None:
             if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
                 raise ValueError(f"top_k must be a whole number, at least 1, not {top_k!r}")
@@ -268,7 +279,11 @@ class Model:
                 raise ValueError(f"threshold must be a number in (0, 1], not {threshold!r}")
             serve = self._signature("threshold", "threshold")
             extra["threshold"] = [np.float32(threshold)] * len(inputs)
-        return self._run(inputs, serve, self._rows, self.batch_size, extra)
+        rows = self._run(inputs, serve, self._rows, self.batch_size, extra)
+        for row in rows if min_score else ():
+            if row["score"] < min_score:
+                row["label"] = None
+        return rows
 
     def explain(self, inputs, target=None):
         """Why each input got its prediction: one dict per input, in input order, with an
@@ -329,13 +344,13 @@ def _line_input(line, model, line_format="auto"):
 
 
 USAGE = ("usage: zoo serve-predict EXPORT_DIR [--batch_size=N] [--format=auto|text|json] "
-         "< inputs > predictions.jsonl")
+         "[--min_score=S] < inputs > predictions.jsonl")
 
 
 def _options(argv):
-    """(export dir, batch size, line format) from the command line; a SystemExit naming what
-    is wrong."""
-    options = dict(batch_size=str(DEFAULT_BATCH_SIZE), format="auto")
+    """(export dir, batch size, line format, min score or None) from the command line; a
+    SystemExit naming what is wrong."""
+    options = dict(batch_size=str(DEFAULT_BATCH_SIZE), format="auto", min_score="")
     rest = []
     for arg in argv:
         name, _, value = arg.partition("=")
@@ -353,7 +368,16 @@ def _options(argv):
     if options["format"] not in FORMATS:
         raise SystemExit(f"error: --format must be one of {', '.join(FORMATS)}, not "
                          f"{options['format']!r}")
-    return rest[0], int(options["batch_size"]), options["format"]
+    min_score = None
+    if options["min_score"]:
+        try:
+            min_score = float(options["min_score"])
+        except ValueError:
+            min_score = -1.0
+        if not 0 <= min_score <= 1:
+            raise SystemExit(f"error: --min_score must be a number in [0, 1], not "
+                             f"{options['min_score']!r}")
+    return rest[0], int(options["batch_size"]), options["format"], min_score
 
 
 def _stdin_lines():
@@ -374,15 +398,18 @@ def main(argv=None):
     """`zoo serve-predict EXPORT_DIR [--batch_size=N] [--format=F] < inputs > JSON lines`:
     one JSON line out per line in, in order; a bad line stops the run with `error: stdin:LINE:
     what is wrong` (lines before it have their predictions). Ends with a count on stderr."""
-    export_dir, batch_size, line_format = _options(sys.argv[1:] if argv is None else argv)
+    export_dir, batch_size, line_format, min_score = _options(
+        sys.argv[1:] if argv is None else argv)
     try:
         model = load(export_dir, batch_size)
+        if min_score is not None and not model.one_label:
+            raise ValueError(f"{export_dir}: --min_score is for class models (one label per row)")
     except (OSError, ValueError) as e:
         raise SystemExit(f"error: {e}") from None
     pending, counts = [], dict(lines=0, predictions=0)
 
     def flush():
-        for row in model.predict(pending):
+        for row in model.predict(pending, min_score=min_score):
             print(json.dumps(row, ensure_ascii=False))
             counts["predictions"] += 1
         pending.clear()

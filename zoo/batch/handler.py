@@ -37,6 +37,7 @@ class ExportHandler(ModelHandler):
             so that workers on one machine do not oversubscribe it); 0 keeps TensorFlow's.
         batch_size: texts per call of the signature (sorted by length within a Beam batch).
         min_batch_size, max_batch_size: what `beam.BatchElements` may give `run_inference`.
+        min_score: class exports: a row scored below it abstains (`zoo.serving.Model.predict`).
 
     Example:
     ```python
@@ -47,8 +48,9 @@ class ExportHandler(ModelHandler):
     """
 
     def __init__(self, export_dir, signature="serving_default", threads=0, batch_size=32,
-                 min_batch_size=32, max_batch_size=512):
+                 min_batch_size=32, max_batch_size=512, min_score=None):
         super().__init__()
+        self.min_score = min_score
         self.export_dir = export_dir
         self.signature = signature
         self.threads = threads
@@ -72,7 +74,7 @@ class ExportHandler(ModelHandler):
 
     def run_inference(self, batch, model, inference_args=None):
         del inference_args
-        predictions = model.predict([row.inputs for row in batch])
+        predictions = model.predict([row.inputs for row in batch], min_score=self.min_score)
         return [PredictionResult(row, prediction) for row, prediction in zip(batch, predictions)]
 
     def get_num_bytes(self, batch):

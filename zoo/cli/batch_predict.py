@@ -41,6 +41,9 @@ def _parser():
                         help="Delimited files have no header; columns are positions 0, 1, ...")
     parser.add_argument("--batch_size", type=int, default=32,
                         help="Texts per call of the export.")
+    parser.add_argument("--min_score", type=float,
+                        help="Class exports: a row whose score is below this gets label null "
+                        "(it abstains) and keeps its scores.")
     parser.add_argument("--output_format", choices=("jsonl", "csv"), default="jsonl",
                         help="JSON lines, or CSV (lists and dicts as JSON) with a header.")
     return parser
@@ -76,6 +79,9 @@ def checked(args):
     if args.batch_size < 1:
         raise ValueError(f"--batch_size must be at least 1, not {args.batch_size}")
     model = serving.load(args.export_dir, args.batch_size, args.signature)
+    if args.min_score is not None and not (model.one_label and 0 <= args.min_score <= 1):
+        raise ValueError(f"--min_score={args.min_score}: a number in [0, 1], for class exports"
+                         + ("" if model.one_label else f" ({args.export_dir} is not one)"))
     names = model.input_names
     text, text_b = args.text_column, args.text_b_column
     if names == QA_INPUTS:
@@ -113,7 +119,8 @@ def main(argv=None):
             raise SystemExit(f"error: {e}") from None
         beam_args, threads = _beam_args(rest)
         summary = pipeline.run(inputs, names, handler.ExportHandler(
-            args.export_dir, args.signature, threads, args.batch_size), args.output, beam_args,
+            args.export_dir, args.signature, threads, args.batch_size,
+            min_score=args.min_score), args.output, beam_args,
             fields)
     print(f"{summary['input_rows']} input rows = {summary['predictions']} predictions + "
           f"{summary['rejected']} rejected, in {summary['seconds']:.1f} s "

@@ -79,3 +79,36 @@ def plot_scatter(gold, predicted, path, title="predicted vs gold"):
     ax.set(xlabel="gold", ylabel="predicted", title=title)
     fig.tight_layout()
     _save(fig, path)
+
+
+def plot_reliability(report, path):
+    """The reliability diagram of a calibration report (`zoo.evaluation.calibration`): each
+    equal-mass bin's accuracy against its mean score, as the model gives them and, if a
+    temperature was fitted, before it; the diagonal is perfect calibration."""
+    fig, ax = plt.subplots(figsize=(5.5, 5.5))
+    ax.plot([0, 1], [0, 1], color="gray", linewidth=1)
+    curves = [("uncalibrated", report["uncalibrated"])] if "uncalibrated" in report else []
+    name = f"T = {report['temperature']:.3g}" if curves else "as given"
+    for label, measures in curves + [(name, report)]:
+        table = measures["reliability"]
+        ax.plot([b["score"] for b in table], [b["accuracy"] for b in table], marker="o",
+                label=f"{label} (ECE {measures['ece']:.3f})")
+    ax.set(xlabel="mean score of the bin", ylabel="accuracy of the bin", xlim=(0, 1),
+           ylim=(0, 1), title=f"reliability ({report['binning']})")
+    ax.legend(loc="upper left")
+    fig.tight_layout()
+    _save(fig, path)
+
+
+def plot_coverage(scores, correct, path):
+    """Accuracy of the rows kept against the fraction kept, keeping the surest first."""
+    scores, correct = np.asarray(scores, np.float64), np.asarray(correct, np.float64)
+    kept = correct[np.argsort(-scores, kind="stable")]
+    fractions = np.arange(1, len(kept) + 1) / max(len(kept), 1)
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    ax.plot(fractions, np.cumsum(kept) / np.arange(1, len(kept) + 1))
+    ax.set(xlabel="coverage (fraction of rows kept, surest first)",
+           ylabel="accuracy of the rows kept", xlim=(0, 1), title="coverage and accuracy")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    _save(fig, path)

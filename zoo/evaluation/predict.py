@@ -135,17 +135,20 @@ class ClassLabels:
     """One class per row: `label` (its name) and `score` (its probability); JSONL adds every
     class's probability. With `top_k`, the `top_k` most probable classes too, most probable
     first: `top_k` in JSONL (a list of {label, score}), columns `label_1`, `score_1`, ...
-    in CSV (at most one per class)."""
+    in CSV (at most one per class). A row whose score is below `min_score` abstains: its
+    `label` is null in JSONL, empty in CSV, and its scores are kept."""
 
-    def __init__(self, label_names, top_k=0):
+    def __init__(self, label_names, top_k=0, min_score=0.0):
         self.label_names = list(label_names)
         self.top_k = min(top_k, len(self.label_names))
+        self.min_score = min_score
         self.columns = ["label", "score"] + [f"{c}_{i}" for i in range(1, self.top_k + 1)
                                              for c in ("label", "score")]
 
     def row(self, probabilities, jsonl):
         best = int(np.argmax(probabilities))
-        row = dict(label=self.label_names[best], score=float(probabilities[best]))
+        score = float(probabilities[best])
+        row = dict(label=self.label_names[best] if score >= self.min_score else None, score=score)
         if jsonl:
             row["probabilities"] = {n: float(p) for n, p in zip(self.label_names, probabilities)}
         if self.top_k:

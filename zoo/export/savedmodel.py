@@ -88,21 +88,31 @@ class TextServing(tf.Module):
             [tf.TensorSpec([None], tf.string, name=n) for n in names] + list(extra))
 
 
-def class_outputs(module, logits):
-    """One class per row: `label` (name), `label_id`, `probabilities`."""
-    probabilities = tf.nn.softmax(logits, axis=-1)
+def class_outputs(module, logits, temperature=1.0):
+    """One class per row: `label` (name), `label_id`, `probabilities` (the softmax of the
+    logits divided by `temperature`, `zoo.evaluation.calibration`; the same most probable class
+    at any temperature) and `logits` (as the model gives them)."""
+    logits = tf.cast(logits, tf.float32)
+    probabilities = tf.nn.softmax(logits / temperature, axis=-1)
     label_id = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
     return dict(label=tf.gather(module.label_names, label_id), label_id=label_id,
-                probabilities=probabilities)
+                probabilities=probabilities, logits=logits)
 
 
-def top_k_outputs(default_k):
+def calibrated_class_outputs(temperature):
+    """`class_outputs` at `temperature`."""
+    def outputs(module, logits):
+        return class_outputs(module, logits, temperature)
+    return outputs
+
+
+def top_k_outputs(default_k, temperature=1.0):
     """`class_outputs` and the `top_k` most probable classes of each row, most probable first:
     `top_k_labels` and `top_k_probabilities`, `[batch, k]` for the request's largest k (a row
     asking fewer gets "" and 0 after its own); a row's `top_k` of 0 or less takes
     `default_k`, and no row gets more than the classes there are."""
     def outputs(module, logits, top_k):
-        result = class_outputs(module, logits)
+        result = class_outputs(module, logits, temperature)
         classes = tf.shape(logits)[-1]
         k = tf.minimum(tf.where(top_k > 0, top_k, default_k), classes)
         ranked = tf.math.top_k(result["probabilities"], k=tf.reduce_max(tf.concat([k, [0]], 0)))
@@ -110,6 +120,22 @@ def top_k_outputs(default_k):
         result.update(
             top_k_labels=tf.where(wanted, tf.gather(module.label_names, ranked.indices), ""),
             top_k_probabilities=tf.where(wanted, ranked.values, 0.0))
+        return result
+    return outputs
+
+
+def min_score_outputs(default_min_score, temperature=1.0):
+    """`class_outputs` with abstention: a row whose `score` (its most probable class's
+    probability, also an output) is below its `min_score` gets `label` "" and `label_id` -1,
+    and keeps its probabilities. A row's `min_score` in (0, 1] is its own; 0 or less takes
+    `default_min_score` (0: the row always gets its label)."""
+    def outputs(module, logits, min_score):
+        result = class_outputs(module, logits, temperature)
+        score = tf.reduce_max(result["probabilities"], axis=-1)
+        limit = tf.where((min_score > 0) & (min_score <= 1), min_score, default_min_score)
+        kept = score >= limit
+        result.update(label=tf.where(kept, result["label"], ""),
+                      label_id=tf.where(kept, result["label_id"], -1), score=score)
         return result
     return outputs
 

@@ -24,7 +24,8 @@ from zoo.base.fields import override, setting
 from zoo.data import check, specs
 from zoo.data.labels import LabelVocab, OpenLabels, class_weights, parse_label_map
 from zoo.data.pipeline import DEFAULT_SHUFFLE_BUFFER, classification_dataset, evaluated_rows
-from zoo.evaluation import metrics, plots, predict
+from zoo.data.sources import MissingSplit
+from zoo.evaluation import calibration, metrics, plots, predict
 from zoo.evaluation import errors, explanations, explain_files
 from zoo.export import explain, savedmodel
 from zoo.export.explain import DEFAULT_STEPS
@@ -84,6 +85,18 @@ class Settings(RunSettings):
         0, "Class tasks: --mode=predict also writes the N most probable classes of each row "
         "and their probabilities (0: the most probable only). The export's top_k signature "
         "gives a request's row that asks for 0 this many (every class when 0).", low=0)
+    temperature_scaling: bool = setting(
+        True, "Class models: after training, fit a temperature on the eval split (one number "
+        "that divides the logits, chosen to minimise the eval rows' negative log-likelihood; "
+        "it never changes a label) so that a score of 0.9 is right about 90% of the time; "
+        "predict and the export apply it (MODEL_DIR/temperature.json). With no eval split "
+        "nothing is fitted. --notemperature_scaling keeps the model's own softmax.")
+    min_score: float = setting(
+        0.0, "Class models: a row whose score (its class's probability, calibrated) is below "
+        "this gets no label (null in JSONL, empty in CSV) and keeps its scores. The export's "
+        "min_score signature takes one per row (0 there: this value). eval_results.json's "
+        "`calibration.coverage` gives the accuracy of the rows each score keeps.",
+        low=0, high=1)
     export_explain: bool = setting(
         False, "Give the export an `explain` signature (attributions per word, "
         "zoo.export.explain) beside serving_default. Off by default: its graph (the model's "
@@ -137,6 +150,7 @@ class Classification(LabelledRows):
     OUTPUT_FILES = ".csv or .jsonl"
     PREDICTIONS = "predictions.csv"
     DEDUPE = True
+    SCALED = True  # whether a temperature is fitted (`calibrate`); else only measured
 
     @classmethod
     def resolve_settings(cls, settings, record_dir=None, name=None):
@@ -158,6 +172,9 @@ class Classification(LabelledRows):
         self.dynamic_padding = dynamic_padding(self.settings, run.on_tpu)
         self.padding = self.settings.padding if self.dynamic_padding else "fixed"
         self.class_weights = None  # per class id, from the training data (`weights`)
+        self.temperature = 1.0  # what divides the logits (`calibrate`, MODEL_DIR/temperature.json)
+        self._last_eval = None  # (outputs, targets, source, data check) of the last evaluation
+        self._reuse_eval = False  # the next evaluation is of the same weights (`calibrate`)
 
     # What depends on the kind of label (overridden by zoo.kinds.regression, zoo.kinds.multilabel).
 
@@ -176,6 +193,10 @@ class Classification(LabelledRows):
     def build_core(self, encoder):
         return classifier_core(encoder, len(self.labels), self.settings.dropout,
                                self.settings.pooling)
+
+    def prepare_restore(self):
+        super().prepare_restore()
+        self.temperature = calibration.load_temperature(self.settings.model_dir)
 
     def weights(self, counts):
         """Loss weights per class (`--class_weights`), or None."""
@@ -205,24 +226,41 @@ class Classification(LabelledRows):
         plots.plot_confusion(results["confusion_matrix"], self.labels.names,
                              fs.join(self.settings.model_dir, "confusion_matrix.png"))
 
+    def calibration_report(self, outputs, targets):
+        """How far the eval rows' probabilities are from what they say
+        (`zoo.evaluation.calibration`), or None for a kind without probabilities."""
+        return calibration.class_report(outputs, targets, self.temperature)
+
+    def plot_calibration(self, report, outputs, targets):
+        """reliability.png and, for class models, coverage.png in the model dir."""
+        model_dir = self.settings.model_dir
+        plots.plot_reliability(report, fs.join(model_dir, "reliability.png"))
+        probabilities = calibration.softmax(outputs, self.temperature)
+        plots.plot_coverage(probabilities.max(-1), probabilities.argmax(-1) == targets,
+                            fs.join(model_dir, "coverage.png"))
+
     def report_errors(self, source, outputs, targets):
         """MODEL_DIR/errors.csv: the eval rows the model got wrong (`zoo.evaluation.errors`)."""
         errors.write_errors(fs.join(self.settings.model_dir, errors.ERRORS_FILE),
                             evaluated_rows(source, self.labels), self.transform(outputs).numpy(),
                             targets, self.labels.names)
 
-    transform = staticmethod(predict.softmax)  # model outputs -> what predictions report
+    def transform(self, outputs):
+        """Model outputs -> what predictions report: the probabilities at the temperature."""
+        return predict.softmax(tf.cast(outputs, tf.float32) / self.temperature)
 
     def row_format(self):
-        return predict.ClassLabels(self.labels.names, self.settings.top_k)
+        return predict.ClassLabels(self.labels.names, self.settings.top_k, self.settings.min_score)
 
     def serving_outputs(self):
-        return savedmodel.class_outputs
+        return savedmodel.calibrated_class_outputs(self.temperature)
 
     # The same for every kind of label.
 
     def prepare_training(self, evaluate_each_epoch):
         self.read_training(evaluate_each_epoch)
+        if self.run.chief:  # a temperature fitted before is of other weights
+            calibration.remove(self.settings.model_dir)
         self.class_weights = self.weights(self.checks["train"].label_counts)
         report = self.checks["train"].report
         extra = {} if self.class_weights is None else dict(
@@ -241,8 +279,11 @@ class Classification(LabelledRows):
             dynamic_padding=self.dynamic_padding, group_by_lengths=self.padding == "bucketed",
             shuffle_buffer=s.shuffle_buffer, drop=self.checks["train"].drop)
 
-    def evaluate(self, core):
-        """The eval split's metrics (`metrics`), its row counts, and a plot (`plot`)."""
+    def eval_outputs(self, core, reuse=False):
+        """(outputs, targets, source, data check) of the eval split; `reuse`: the last
+        evaluation's, if there was one."""
+        if reuse and self._last_eval is not None:
+            return self._last_eval
         source, data_check = self.eval_data()
         ds = classification_dataset(source, self.run.packer, self.settings.eval_batch_size,
                                     labels=self.labels, dynamic_padding=self.dynamic_padding)
@@ -252,13 +293,47 @@ class Classification(LabelledRows):
                 key=(core, "classification.eval")):
             outputs.append(batch_outputs)
             targets.append(batch_targets)
-        outputs, targets = np.concatenate(outputs), np.concatenate(targets)
+        self._last_eval = (np.concatenate(outputs), np.concatenate(targets), source, data_check)
+        return self._last_eval
+
+    def evaluate(self, core):
+        """The eval split's metrics (`metrics`), its calibration, its row counts, and plots."""
+        outputs, targets, source, data_check = self.eval_outputs(core, self._reuse_eval)
+        self._reuse_eval = False
         results = dict(self.metrics(outputs, targets), examples=int(len(targets)),
                        skipped_bad_rows=data_check.report["bad_rows"])
+        report = self.calibration_report(outputs, targets)
+        if report is not None:
+            results.update(ece=report["ece"], calibration=report)
         if self.run.chief:
             self.plot(results, outputs, targets)
+            if report is not None:
+                self.plot_calibration(report, outputs, targets)
             self.report_errors(source, outputs, targets)
         return results
+
+    def calibrate(self, core, reuse=False):
+        """After training: fits the temperature on the eval split (`--temperature_scaling`,
+        `zoo.evaluation.calibration`) and keeps it in MODEL_DIR/temperature.json, which
+        predict, eval and export read; returns the record. `reuse`: the last evaluation was of
+        these weights. The next evaluation reuses the outputs this one computed."""
+        if not self.SCALED:
+            record = calibration.unfitted_record(
+                f"{self.NAME} probabilities are measured, not scaled (zoo.evaluation.calibration)")
+        elif not self.settings.temperature_scaling:
+            record = calibration.unfitted_record("--notemperature_scaling")
+        else:
+            try:
+                outputs, targets, _, _ = self.eval_outputs(core, reuse)
+            except MissingSplit:
+                outputs = None
+            record = (calibration.unfitted_record("no eval split to fit on") if outputs is None
+                      else calibration.fitted_record(outputs, targets, "eval"))
+            self._reuse_eval = outputs is not None
+        self.temperature = record["temperature"]
+        if self.run.chief:
+            calibration.save(self.settings.model_dir, record)
+        return record
 
     def predict(self, core, path):
         return predict.predict_to_file(core, self.run.packer, self.read_split("predict"), path,
@@ -272,12 +347,17 @@ class Classification(LabelledRows):
 
     def request_serving(self, core):
         """{name: serving module} of the signatures whose requests set a value per row: top_k
-        (one class per row)."""
-        return {"top_k": savedmodel.TextServing(
-            core, self.run.packer, savedmodel.top_k_outputs(
-                self.settings.top_k or len(self.labels.names)),
-            self.settings.pair, label_names=self.labels.names,
-            extra=[tf.TensorSpec([None], tf.int32, name="top_k")])}
+        and min_score (one class per row)."""
+        def signature(outputs, name, dtype):
+            return savedmodel.TextServing(core, self.run.packer, outputs, self.settings.pair,
+                                          label_names=self.labels.names,
+                                          extra=[tf.TensorSpec([None], dtype, name=name)])
+
+        s = self.settings
+        return {"top_k": signature(savedmodel.top_k_outputs(
+                    s.top_k or len(self.labels.names), self.temperature), "top_k", tf.int32),
+                "min_score": signature(savedmodel.min_score_outputs(
+                    s.min_score, self.temperature), "min_score", tf.float32)}
 
     def explain_serving(self, core):
         """The explain signature's module (`zoo.export.explain.ExplainServing`) of the trained

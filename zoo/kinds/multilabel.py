@@ -6,17 +6,19 @@ a bad row. A `ClassifierHead` gives a logit per class; each class is a yes/no qu
 binary cross-entropy) and the classes at or over `--threshold` are the prediction. Evaluation
 reports micro and macro F1, the exact-match ratio (every class of a row right) and each class's
 F1; `predict` writes the classes over the threshold and every probability; the export returns
-`labels` (their names, joined by the separator), `label_mask` and `probabilities`.
+`labels` (their names, joined by the separator), `label_mask` and `probabilities`. The
+probabilities' calibration is measured (`zoo.evaluation.calibration`), not changed.
 """
 import dataclasses
 
 import tensorflow as tf
 import tf_keras as keras
 
+from zoo.base import fs
 from zoo.base.fields import override, setting
 from zoo.data import specs
 from zoo.data.labels import MultiLabelVocab, OpenLabels, parse_label_map
-from zoo.evaluation import metrics, predict
+from zoo.evaluation import calibration, metrics, plots, predict
 from zoo.export import explain, litert, savedmodel
 from zoo.kinds import classification
 from zoo.kinds.kind import Kind
@@ -28,6 +30,9 @@ class Settings(classification.Settings):
 
     class_weights: str = override(classification.Settings, "class_weights", "none", flag=False)
     top_k: int = override(classification.Settings, "top_k", 0, flag=False)
+    temperature_scaling: bool = override(classification.Settings, "temperature_scaling", False,
+                                         flag=False)
+    min_score: float = override(classification.Settings, "min_score", 0.0, flag=False)
 
     label_separator: str = setting(
         ",", "Multi-label (--task_type=multi_label): what separates the classes in a row's "
@@ -77,6 +82,15 @@ class MultiLabel(classification.Classification):
 
     def plot(self, results, outputs, targets):
         del results, outputs, targets
+
+    SCALED = False  # (see zoo.evaluation.calibration: a threshold is chosen on these)
+
+    def calibration_report(self, outputs, targets):
+        return calibration.label_report(outputs, targets)
+
+    def plot_calibration(self, report, outputs, targets):
+        del outputs, targets
+        plots.plot_reliability(report, fs.join(self.settings.model_dir, "reliability.png"))
 
     def report_errors(self, source, outputs, targets):
         del source, outputs, targets  # (errors.csv lists one-class mistakes)

@@ -251,6 +251,13 @@ class MultiTask(runner.Task):
                 results[f"{name}/{key}"] = value
         return results
 
+    def calibrate(self, core, reuse=False):
+        """Each task's calibration (a temperature per class head, in its MODEL_DIR/tasks/NAME/):
+        {task: its record}, or None when no task has one."""
+        records = {name: task.calibrate(core[name], reuse) for name, task in self.tasks.items()}
+        records = {name: record for name, record in records.items() if record is not None}
+        return records or None
+
     def evaluated(self, results):
         """MODEL_DIR/best_per_task.json: each task's best evaluation by its main metric."""
         step = results.get("step")

@@ -20,6 +20,7 @@ from zoo.export import explain, savedmodel
 from zoo.kinds import classification
 from zoo.kinds.kind import Kind
 from zoo.model.cores import regression_core
+from zoo.run import runner
 
 
 @dataclasses.dataclass
@@ -28,6 +29,9 @@ class Settings(classification.Settings):
 
     class_weights: str = override(classification.Settings, "class_weights", "none", flag=False)
     top_k: int = override(classification.Settings, "top_k", 0, flag=False)
+    temperature_scaling: bool = override(classification.Settings, "temperature_scaling", False,
+                                         flag=False)
+    min_score: float = override(classification.Settings, "min_score", 0.0, flag=False)
 
     score_range: str = setting(
         "", "Regression (--task_type=regression): LOW,HIGH of valid scores, e.g. 0,5; a score "
@@ -74,6 +78,12 @@ class Regression(classification.Classification):
         del source, outputs, targets  # (errors.csv lists one-class mistakes)
 
     transform = staticmethod(tf.identity)
+
+    def calibration_report(self, outputs, targets):
+        del outputs, targets  # a score, not a probability
+        return None
+
+    calibrate = runner.Task.calibrate
 
     def row_format(self):
         return predict.Scores()

@@ -49,6 +49,8 @@ class Report:
                  f"({number(timing.get('examples_per_second', 0.0))} examples/s)"]
         if results:
             lines.append(f"last evaluation: {metrics(results, metric_names)}")
+        if timing.get("calibration"):
+            lines += calibrated(timing["calibration"])
         best = timing.get("best")
         if best and best.get("epoch"):
             lines.append(f"best: epoch {best['epoch']} (step {best.get('step')}) by "
@@ -98,3 +100,16 @@ def metrics(results, names=None):
         chosen = [n for n in names if n in floats][:HEADLINE] or list(floats)[:HEADLINE]
         floats = {n: floats[n] for n in chosen}
     return ", ".join(f"{k} {number(v)}" for k, v in floats.items())
+
+
+def calibrated(record, name=""):
+    """The lines of a calibration record (`zoo.evaluation.calibration`; a multi-task run's:
+    {task: record})."""
+    if "temperature" not in record:
+        return [line for task, r in record.items() for line in calibrated(r, f"{task}: ")]
+    if record.get("fitted_on") is None:
+        return [f"{name}probabilities as the model gives them ({record['reason']})"]
+    before, after = record["before"], record["after"]
+    return [f"{name}temperature {number(record['temperature'])} fitted on {record['rows']:,} "
+            f"{record['fitted_on']} rows: ECE {number(before['ece'])} -> "
+            f"{number(after['ece'])}, labels unchanged"]

@@ -222,6 +222,14 @@ class Task:
         """The eval split's metrics: a JSON-ready dict (its float values become summaries)."""
         raise NotImplementedError
 
+    def calibrate(self, core, reuse=False):
+        """After training, on every worker: fits what makes the model's probabilities mean what
+        they say (a class model's temperature, `zoo.evaluation.calibration`) and keeps it in the
+        model dir; returns its record, or None for a task that has none. `reuse`: the last
+        evaluation was of these weights (its outputs may be used again)."""
+        del core, reuse
+        return None
+
     def evaluated(self, results):
         """Called with each evaluation's results (with its `step` when it follows training)."""
         del results
@@ -419,10 +427,10 @@ def restored(task):
     return core, int(checkpoint.rsplit("-", 1)[1])
 
 
-def evaluate(task, core, step=None, epoch=None, epochs=None, announce=True):
+def evaluate(task, core, step=None, epoch=None, epochs=None, announce=True, summaries=True):
     """The task's evaluation, saved as eval_results.json (chief), with TensorBoard scalars in
-    MODEL_DIR/eval at training `step`, and its line printed (`announce`; after `epoch` of
-    `epochs`)."""
+    MODEL_DIR/eval at training `step` (`summaries`), and its line printed (`announce`; after
+    `epoch` of `epochs`)."""
     began = time.time()
     results = task.evaluate(core)
     for key, value in (("epoch", epoch), ("step", step)):
@@ -432,7 +440,7 @@ def evaluate(task, core, step=None, epoch=None, epochs=None, announce=True):
     scalars = {k: v for k, v in results.items() if isinstance(v, float)}
     if task.run.chief:  # every worker evaluates (the same results); the chief writes them
         save_json(fs.join(task.settings.model_dir, "eval_results.json"), results)
-        if step is not None:
+        if step is not None and summaries:
             loop.write_eval_summaries(task.settings.model_dir, step, scalars)
     if announce:
         task.run.report.evaluation(scalars, epoch, epochs, time.time() - began)
@@ -507,14 +515,36 @@ def _train(task, evaluate_each_epoch):
     timing[f"train_{data.unit}"] = data.count
     if data.unit != "examples":
         timing[f"{data.unit}_per_second"] = timing["examples_per_second"]
+    with precision.scope(run_.compute.eval_precision):
+        results = _calibrate(task, core, keeper, evaluated, timing)
     if run_.chief:
-        _finish_training(task, core, timing, keeper, evaluated[-1] if evaluated else None)
+        _finish_training(task, core, timing, results)
     else:
         run_.report.record("train", timing)
     return timing
 
 
-def _finish_training(task, core, timing, keeper, results):
+def _calibrate(task, core, keeper, evaluated, timing):
+    """Once training ends, on every worker: the best checkpoint restored (--keep_best), the
+    task's calibration fitted (`Task.calibrate`, recorded in `timing`), and the last evaluation
+    redone with it (of the outputs it had); returns the evaluation the summary shows."""
+    s = task.settings
+    last = evaluated[-1] if evaluated else None
+    step = last and last.get("step")
+    if keeper is not None:
+        step = best.restore(core, s.model_dir)
+        if task.run.chief:
+            print(f"the best checkpoint by {s.keep_best}: step {step}")
+    record = task.calibrate(core, reuse=last is not None and keeper is None)
+    if record is None:
+        return last
+    timing["calibration"] = record
+    if last is None:
+        return None
+    return evaluate(task, core, step=step, announce=False, summaries=False)
+
+
+def _finish_training(task, core, timing, results):
     """What the chief does once training ends: train_results.json, the history plot, the
     export (of the best checkpoint with --keep_best), and the summary for a person."""
     s, run_ = task.settings, task.run
@@ -523,9 +553,6 @@ def _finish_training(task, core, timing, keeper, results):
     if history:
         plots.plot_history(history, fs.join(s.model_dir, "training_curves.png"))
     if s.export_dir:
-        if keeper is not None:
-            print(f"exporting the best checkpoint by {s.keep_best}: step "
-                  f"{best.restore(core, s.model_dir)}")
         with stages.stage("export"), precision.scope(run_.compute.eval_precision):
             export(task, core, what_next=False)
     run_.report.trained(timing, s.model_dir, task.metric_names(s), results,
