@@ -90,7 +90,7 @@ def test_a_clients_rest_request_gets_tf_servings_response(every_kind):
                                       "top_k": np.array([2], np.int32)})
     finally:
         model.close()
-    assert [sorted(r) for r in rows["predictions"]] == [["label", "label_id", "probabilities"]] * 2
+    assert [sorted(r) for r in rows["predictions"]] == [["label", "label_id", "logits", "probabilities"]] * 2
     assert rows["predictions"][0]["label"] in NAMES
     assert columns["outputs"]["top_k_labels"] == [[n.decode() for n in direct["top_k_labels"][0]]]
     assert columns["outputs"]["top_k_probabilities"] == direct["top_k_probabilities"].tolist()

@@ -64,6 +64,13 @@ def test_micro_and_macro_f1_and_exact_match(trained):
     # exact match 0.375; the mean of its token vectors tells all three.)
     assert results["f1_micro"] > 0.9 and results["f1_macro"] > 0.9, results
     assert results["exact_match"] > 0.8 and results["threshold"] == 0.5
+    # every class's probability measured against its gold; nothing scaled (labels would move)
+    calibration = results["calibration"]
+    assert 0 <= calibration["ece"] <= calibration["mce"] <= 1 and calibration["temperature"] == 1
+    assert sum(b["rows"] for b in calibration["reliability"]) == 3 * results["num_examples"]
+    fitted = json.load(open(os.path.join(trained["model_dir"], "temperature.json")))
+    assert fitted["fitted_on"] is None and "measured, not scaled" in fitted["reason"]
+    assert os.path.exists(os.path.join(trained["model_dir"], "reliability.png"))
 
 
 def test_predict_lists_the_classes_over_the_threshold_and_the_export_agrees(trained):

@@ -111,10 +111,13 @@ def test_one_export_with_a_signature_per_task_and_the_encoder_stored_once(traine
                                   tasks=json.load(open(trained["tasks_file"])))
     task = runner.start("export", multitask.MultiTask, settings)
     cores, _ = runner.restored(task)
-    for name in ("tweets", "sst2"):
+    for name in ("tweets", "sst2"):  # each class head with its own temperature
+        fitted = json.load(open(trained["model_dir"] / "tasks" / name / "temperature.json"))
+        assert fitted["fitted_on"] == "eval" and fitted["temperature"] > 0
         packed = task.tasks[name].run.packer(tf.constant(texts))
-        expected = tf.nn.softmax(cores[name](packed, training=False)).numpy()
-        np.testing.assert_allclose(out[name], expected, atol=1e-5)
+        expected = tf.nn.softmax(cores[name](packed, training=False) / fitted["temperature"])
+        np.testing.assert_allclose(out[name], expected.numpy(), atol=1e-5)
+    assert not os.path.exists(trained["model_dir"] / "tasks" / "squad" / "temperature.json")
     # three heads, one encoder: the export's weights take about what the encoder's take
     def variables_size(path):
         folder = os.path.join(path, "variables")

@@ -1,4 +1,5 @@
-"""PNG plots written to the model dir: training curves and the confusion matrix.
+"""PNG plots written to the model dir: training curves, the confusion matrix, the reliability
+diagram and the coverage curve of calibrated scores.
 
 Each is written whole (`zoo.base.files.save_bytes`), so a model dir in a bucket gets them too."""
 import io

@@ -60,9 +60,18 @@ def _argmax(outputs):
     return tf.argmax(outputs, axis=-1, output_type=tf.int32)
 
 
-CLASS = Objective(lambda outputs, target: _gather_class(tf.nn.log_softmax(outputs, -1), target),
-                  lambda outputs, target: _gather_class(tf.nn.softmax(outputs, -1), target),
-                  _argmax, "log_probability")
+def class_objective(temperature=1.0):
+    """One class per row: the log-probability of the target class, at `temperature` (the
+    logits divided by it: a calibrated model's probabilities, `zoo.evaluation.calibration`)."""
+    def scaled(outputs):
+        return tf.cast(outputs, tf.float32) / temperature
+    return Objective(
+        lambda outputs, target: _gather_class(tf.nn.log_softmax(scaled(outputs), -1), target),
+        lambda outputs, target: _gather_class(tf.nn.softmax(scaled(outputs), -1), target),
+        _argmax, "log_probability")
+
+
+CLASS = class_objective()
 LABEL_SET = Objective(_gather_class,  # the logit of a sigmoid: the log-odds of its class
                       lambda outputs, target: _gather_class(tf.math.sigmoid(outputs), target),
                       _argmax, "log_odds")

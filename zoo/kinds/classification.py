@@ -6,7 +6,10 @@ is streamed, never loaded whole. Training and evaluation start with a data check
 splits (`zoo.data.check`): rows, labels, bad rows, duplicates, token lengths. The labels are
 learned from the training data and saved as `labels.json` (`zoo.data.labels`). Besides what the
 runner writes, a run leaves `data_check_<split>.json`, `rejected_rows_<split>.jsonl` (with
-`--bad_rows=skip`) and a plot of the evaluation in the model dir.
+`--bad_rows=skip`) and plots of the evaluation in the model dir. Every evaluation measures the
+calibration of the probabilities (`zoo.evaluation.calibration`); after training, a class model's
+temperature is fitted on the eval split (`calibrate`, MODEL_DIR/temperature.json), and predict,
+eval, explain and the export apply it; `--min_score` makes rows below it abstain.
 
 A task on labelled text that predicts something else than one class changes only what depends on
 the kind of label: `open_labels` / `vocabulary`, `build_core`, `loss`, `metrics`, `plot`,
@@ -363,7 +366,9 @@ class Classification(LabelledRows):
         """The explain signature's module (`zoo.export.explain.ExplainServing`) of the trained
         Keras `core`."""
         names = None if self.EXPLAIN is explain.SCORE else self.labels.names
-        return explain.ExplainServing(core, self.run.packer, self.EXPLAIN, names,
+        objective = (explain.class_objective(self.temperature) if self.EXPLAIN is explain.CLASS
+                     else self.EXPLAIN)
+        return explain.ExplainServing(core, self.run.packer, objective, names,
                                       self.settings.pair, self.settings.explain_steps)
 
     def signatures(self, core, trained=None):
