@@ -202,3 +202,38 @@ def test_the_model_dir_gives_predict_eval_and_export_its_tasks_and_model(trained
             trained["model_dir"], predict_tasks, f"--keep_best={keep_best}", *flags),
         dict(predict=[f"--predict_file={specs['squad']['eval_file']}", "--tasks=squad"],
              eval=[]), tmp_path, suffix="", export=False, full_data=dict(predict=[], eval=[]))
+
+
+class _Head:
+    """A task of a multi-task run that counts its evaluations; `fits`: it has a calibration."""
+
+    def __init__(self, fits):
+        self.fits, self.evaluations = fits, 0
+
+    def calibrate(self, core, reuse=False):
+        del core, reuse
+        return {"temperature": 2.0} if self.fits else None
+
+    def evaluate(self, core):
+        del core
+        self.evaluations += 1
+        return {"score": float(self.evaluations)}
+
+
+@pytest.mark.parametrize("reuse", [True, False])
+def test_after_calibration_a_head_it_left_alone_is_not_evaluated_again(reuse):
+    from zoo.kinds.multitask import MultiTask
+
+    task = object.__new__(MultiTask)  # (the plumbing alone: no encoder, no data)
+    task.tasks = {"tweets": _Head(fits=True), "squad": _Head(fits=False)}
+    task._last, task._unchanged = {}, set()
+    cores = {"tweets": None, "squad": None}
+    task.evaluate(cores)  # the last epoch's evaluation
+    assert task.calibrate(cores, reuse) == {"tweets": {"temperature": 2.0}}
+    results = task.evaluate(cores)
+    assert task.tasks["tweets"].evaluations == 2
+    # with the same weights (no --keep_best restore), SQuAD's results stand as they were
+    assert task.tasks["squad"].evaluations == (1 if reuse else 2)
+    assert results["squad/score"] == (1.0 if reuse else 2.0)
+    task.evaluate(cores)  # later evaluations evaluate every task
+    assert task.tasks["squad"].evaluations == (2 if reuse else 3)

@@ -155,6 +155,8 @@ class MultiTask(runner.Task):
             name: task.settings.pooling for name, task in self.tasks.items()
             if hasattr(task.settings, "pooling")})  # recorded in run.json
         self.probabilities = self.steps_per_epoch = None
+        self._last = {}  # task name -> its last evaluation's results
+        self._unchanged = set()  # tasks whose last results the next evaluation reuses
 
     def longest_sequence(self):
         return max(task.longest_sequence() for task in self.tasks.values())
@@ -244,17 +246,23 @@ class MultiTask(runner.Task):
                 for k, metric in task.train_metrics().items()}
 
     def evaluate(self, core):
-        """Every task's evaluation, as `<task>/<metric>`."""
+        """Every task's evaluation, as `<task>/<metric>`; right after `calibrate` (of the same
+        weights), a task it left unchanged keeps its last results instead of evaluating again."""
         results = {}
         for name, task in self.tasks.items():
-            for key, value in task.evaluate(core[name]).items():
+            if name not in self._unchanged or name not in self._last:
+                self._last[name] = task.evaluate(core[name])
+            for key, value in self._last[name].items():
                 results[f"{name}/{key}"] = value
+        self._unchanged = set()
         return results
 
     def calibrate(self, core, reuse=False):
         """Each task's calibration (a temperature per class head, in its MODEL_DIR/tasks/NAME/):
         {task: its record}, or None when no task has one."""
         records = {name: task.calibrate(core[name], reuse) for name, task in self.tasks.items()}
+        # the next evaluation takes the last one's results of the tasks it does not change
+        self._unchanged = {name for name, r in records.items() if r is None} if reuse else set()
         records = {name: record for name, record in records.items() if record is not None}
         return records or None
 
