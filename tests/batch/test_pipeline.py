@@ -99,6 +99,8 @@ def test_two_workers_predict_every_row_once_as_zoo_serving_does(export, tmp_path
     assert (summary["input_rows"], summary["predictions"], summary["rejected"]) == (2005, 2001, 4)
     assert sum(summary["rejected_by_reason"].values()) == 4
     assert "2005 input rows = 2001 predictions + 4 rejected" in result.stdout
+    # the workers' counts reach the launcher's progress (a line in a log: not a terminal)
+    assert "batch-predict: 2,001/2,001 row" in result.stderr
 
 
 def test_tagging_and_squad_exports(tiny_hub, tmp_path, capsys):

@@ -6,40 +6,24 @@ it in predict, the export, `zoo.serving` and batch-predict, with one output row 
 import csv
 import json
 import os
-import random
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.tweets import LABEL_MAP, WORDS
+from tests.tweets import classify, write_csv
 from zoo import serving
 from zoo.cli import batch_predict
 from zoo.evaluation import calibration
-from zoo.kinds import table
 
 
-def _noisy_csv(path, n, seed, noise=0.35, with_label=True):
-    """Tweets of three classes whose words give the label away, with a `noise` share of the
-    labels drawn at random instead."""
-    rng = random.Random(seed)
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        writer = csv.writer(f)
-        writer.writerow(["id", "tweet"] + (["sentiment"] if with_label else []))
-        for i in range(n):
-            label = rng.choice(sorted(WORDS))
-            text = " ".join(rng.choice(WORDS[label]) for _ in range(rng.randint(1, 8)))
-            if rng.random() < noise:
-                label = rng.choice(sorted(WORDS))
-            writer.writerow([f"{seed}-{i}", text] + ([label] if with_label else []))
-    return str(path)
+def _noisy_csv(path, n, seed, with_label=True):
+    """Tweets whose words give the label away, 35% of them labelled at random."""
+    return write_csv(path, n, seed, with_label, noise=0.35, longest=8)
 
 
 def _classify(mode, model_dir, **values):
-    values = dict(dict(encoder_handle="tiny", text_column="tweet", label_column="sentiment",
-                       id_column="id", label_map=LABEL_MAP, train_batch_size=8,
-                       eval_batch_size=32, max_seq_length=16), **values)
-    return table.run("classify", mode, model_dir=str(model_dir), **values)
+    return classify(mode, model_dir, **dict(dict(eval_batch_size=32, max_seq_length=16), **values))
 
 
 @pytest.fixture(scope="module")
@@ -50,11 +34,20 @@ def overconfident(tmp_path_factory, tiny_hub):
                  held_out=_noisy_csv(root / "held_out.csv", 200, 3),
                  predict=_noisy_csv(root / "predict.csv", 60, 4, with_label=False))
     model_dir = root / "model"
-    _classify("train_and_eval", model_dir, train_file=files["train"], eval_file=files["fit"],
+    # (--mode=train with an eval split: no evaluation after each epoch, the fit at the end)
+    _classify("train", model_dir, train_file=files["train"], eval_file=files["fit"],
               num_train_epochs=25, learning_rate=3e-3, warmup_proportion=0.05,
               export_dir=str(model_dir / "export" / "1"))
-    return dict(files, root=root, model_dir=str(model_dir),
-                export=str(model_dir / "export" / "1"))
+    export = str(model_dir / "export" / "1")
+    model = serving.load(export)
+    texts = [r["tweet"] for r in csv.DictReader(open(files["predict"]))]
+    scores = sorted(r["score"] for r in model.predict(texts))
+    distinct = sorted(set(scores))  # (texts repeat: so do scores)
+    middle = max(1, next(i for i, v in enumerate(distinct) if v >= scores[len(scores) // 2]))
+    return dict(files, root=root, model_dir=str(model_dir), export=export, model=model,
+                signatures=tf.saved_model.load(export).signatures, texts=texts,
+                # a min_score between the predict rows' scores: about half fall below it
+                minimum=(distinct[middle - 1] + distinct[middle]) / 2)
 
 
 def _rows(path):
@@ -84,7 +77,7 @@ def test_the_temperature_makes_scores_on_unseen_rows_more_honest(overconfident):
 
 def test_the_labels_are_those_of_the_uncalibrated_model(overconfident):
     texts = [r["tweet"] for r in csv.DictReader(open(overconfident["held_out"]))]
-    served = tf.saved_model.load(overconfident["export"]).signatures["serving_default"](
+    served = overconfident["signatures"]["serving_default"](
         text=tf.constant(texts))
     logits, probabilities = served["logits"].numpy(), served["probabilities"].numpy()
     np.testing.assert_array_equal(served["label_id"].numpy(), logits.argmax(-1))
@@ -100,7 +93,7 @@ def test_predict_gives_the_exports_calibrated_probabilities(overconfident, tmp_p
               output_file=output)
     rows = _rows(output)
     texts = [r["tweet"] for r in csv.DictReader(open(overconfident["predict"]))]
-    served = tf.saved_model.load(overconfident["export"]).signatures["serving_default"](
+    served = overconfident["signatures"]["serving_default"](
         text=tf.constant(texts))
     names = ["negative", "neutral", "positive"]
     predicted = np.array([[r["probabilities"][n] for n in names] for r in rows])
@@ -115,25 +108,16 @@ def test_the_litert_export_carries_the_temperature(overconfident, tmp_path):
               export_format="litert", litert_quantization="none")
     texts = [r["tweet"] for r in csv.DictReader(open(overconfident["predict"]))]
     lite = litert.load(export_dir).predict(texts)
-    saved = serving.load(overconfident["export"]).predict(texts)
+    saved = overconfident["model"].predict(texts)
     for a, b in zip(lite, saved):
         assert a["label"] == b["label"]
         assert a["probabilities"] == pytest.approx(b["probabilities"], abs=1e-4)
 
 
-def _threshold(overconfident):
-    """A min_score between the predict rows' scores: about half of them fall below it."""
-    scores = sorted(r["score"] for r in serving.load(overconfident["export"]).predict(
-        [r["tweet"] for r in csv.DictReader(open(overconfident["predict"]))]))
-    distinct = sorted(set(scores))  # (texts repeat: so do scores)
-    middle = max(1, next(i for i, v in enumerate(distinct) if v >= scores[len(scores) // 2]))
-    return (distinct[middle - 1] + distinct[middle]) / 2
-
-
 def test_min_score_abstains_on_exactly_the_rows_below_it(overconfident, tmp_path):
-    minimum = _threshold(overconfident)
+    minimum = overconfident["minimum"]
     texts = [r["tweet"] for r in csv.DictReader(open(overconfident["predict"]))]
-    plain = serving.load(overconfident["export"]).predict(texts)
+    plain = overconfident["model"].predict(texts)
     below = [r["score"] < minimum for r in plain]
     assert 0 < sum(below) < len(below)
 
@@ -148,12 +132,12 @@ def test_min_score_abstains_on_exactly_the_rows_below_it(overconfident, tmp_path
         assert [float(r["score"]) for r in rows] == pytest.approx([r["score"] for r in plain],
                                                                   abs=1e-5)
     # zoo.serving
-    kept = serving.load(overconfident["export"]).predict(texts, min_score=minimum)
+    kept = overconfident["model"].predict(texts, min_score=minimum)
     assert [r["label"] is None for r in kept] == below
     assert [r["label"] for r, b in zip(kept, below) if not b] == \
         [r["label"] for r, b in zip(plain, below) if not b]
     # the export's min_score signature: a value per row, 0 for the export's default (none)
-    signature = tf.saved_model.load(overconfident["export"]).signatures["min_score"]
+    signature = overconfident["signatures"]["min_score"]
     served = signature(text=tf.constant(texts), min_score=tf.constant([minimum] * len(texts)))
     assert [x == b"" for x in served["label"].numpy()] == below
     assert [i == -1 for i in served["label_id"].numpy()] == below
@@ -162,7 +146,7 @@ def test_min_score_abstains_on_exactly_the_rows_below_it(overconfident, tmp_path
 
 
 def test_batch_predict_abstains_below_min_score(overconfident, tmp_path, capsys):
-    minimum = _threshold(overconfident)
+    minimum = overconfident["minimum"]
     batch_predict.main([f"--export_dir={overconfident['export']}",
                         f"--input={overconfident['predict']}", f"--output={tmp_path / 'out'}",
                         "--text_column=tweet", "--id_column=id", f"--min_score={minimum}",

@@ -11,18 +11,14 @@ import pytest
 import tensorflow as tf
 
 from tests.helpers import zoo_inline
-from tests.tweets import LABEL_MAP, write_csv, write_two_class_csv
+from tests.tweets import classify, write_csv, write_two_class_csv
 from zoo.base.errors import UsageError
 from zoo.data.text_files import DataError
 from zoo.compute import precision
 from zoo.kinds import table
 
 
-def _classify(mode, model_dir, **values):
-    values = dict(dict(encoder_handle="tiny", text_column="tweet", label_column="sentiment",
-                       id_column="id", label_map=LABEL_MAP, train_batch_size=8,
-                       eval_batch_size=16, max_seq_length=32), **values)
-    return table.run("classify", mode, model_dir=str(model_dir), **values)
+_classify = classify
 
 
 @pytest.fixture(scope="module")

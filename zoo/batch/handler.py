@@ -11,6 +11,8 @@ from typing import Any, Optional
 
 from apache_beam.ml.inference.base import ModelHandler, PredictionResult
 
+from zoo.batch import progress
+
 
 @dataclasses.dataclass(frozen=True)
 class Row:
@@ -38,6 +40,8 @@ class ExportHandler(ModelHandler):
         batch_size: texts per call of the signature (sorted by length within a Beam batch).
         min_batch_size, max_batch_size: what `beam.BatchElements` may give `run_inference`.
         min_score: class exports: a row scored below it abstains (`zoo.serving.Model.predict`).
+        progress: a folder where each worker process counts the rows it predicted
+            (`zoo.batch.progress`; None: no count is kept).
 
     Example:
     ```python
@@ -48,9 +52,10 @@ class ExportHandler(ModelHandler):
     """
 
     def __init__(self, export_dir, signature="serving_default", threads=0, batch_size=32,
-                 min_batch_size=32, max_batch_size=512, min_score=None):
+                 min_batch_size=32, max_batch_size=512, min_score=None, progress=None):
         super().__init__()
         self.min_score = min_score
+        self.progress = progress
         self.export_dir = export_dir
         self.signature = signature
         self.threads = threads
@@ -75,6 +80,9 @@ class ExportHandler(ModelHandler):
     def run_inference(self, batch, model, inference_args=None):
         del inference_args
         predictions = model.predict([row.inputs for row in batch], min_score=self.min_score)
+        tally = progress.tally(self.progress)
+        if tally is not None:
+            tally.add("predicted", len(predictions))
         return [PredictionResult(row, prediction) for row, prediction in zip(batch, predictions)]
 
     def get_num_bytes(self, batch):

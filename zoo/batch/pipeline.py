@@ -12,13 +12,16 @@ JSONL, TFRecord; the same column names and bad-row rules), so a bad row is named
 input has an id column, so the input order can be restored. Beam's file sinks write to temporary
 files and give them their names only when the pipeline succeeds: a killed run leaves no output
 that looks complete. Every row is counted (Beam counters): input rows = predictions + rejected,
-checked at the end and written to OUT_PREFIX-summary.json.
+checked at the end and written to OUT_PREFIX-summary.json. On Beam's local runner, the rows read
+and predicted show on a bar with the time left (`zoo.batch.progress`).
 """
 import csv
 import dataclasses
 import io
 import json
 import re
+import shutil
+import tempfile
 import time
 from typing import Optional
 
@@ -26,11 +29,11 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.ml.inference.base import RunInference
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from zoo.base import fs
 from zoo.base.files import save_json
-from zoo.batch import files
+from zoo.batch import files, progress
 from zoo.batch.handler import Row
 from zoo.data.sources import expand_shards, read_file
 from zoo.data.text_files import BadRow, Columns
@@ -74,16 +77,18 @@ class ReadShard(beam.DoFn):
     """A file's rows: a `Row` for each good one, a dict on the `rejected` output for a bad
     one."""
 
-    def __init__(self, inputs: Inputs, input_names):
+    def __init__(self, inputs: Inputs, input_names, progress_folder=None):
         super().__init__()
         self.inputs = inputs
         self.input_names = list(input_names)
+        self.progress_folder = progress_folder  # (`zoo.batch.progress`; None: not kept)
         self.rows = Metrics.counter(NAMESPACE, "input_rows")
 
     def setup(self):
         files.use()
 
     def process(self, path):
+        tally = progress.tally(self.progress_folder)
         for item in read_file(path, self.inputs.columns(), require_label=False):
             self.rows.inc()
             if isinstance(item, BadRow):
@@ -92,7 +97,11 @@ class ReadShard(beam.DoFn):
                     source=item.source, id=item.id, reason=item.reason, raw=item.raw),
                     ensure_ascii=False))
             else:
+                if tally is not None:
+                    tally.add("read")
                 yield Row(item.source, model_input(item, self.input_names), item.id)
+        if tally is not None:
+            tally.flush()
 
 
 def output_line(result, fields=None):
@@ -120,10 +129,10 @@ def csv_fields(example_prediction, has_id):
 
 def build(pipeline, inputs: Inputs, input_names, handler, output_prefix, fields=None):
     """The pipeline's transforms on `pipeline`; `fields`: CSV output with these columns (JSON
-    lines without)."""
+    lines without). The rows read are counted in `handler.progress` (a folder, or None)."""
     shards = expand_shards(inputs.pattern)
     read = (pipeline | "Shards" >> beam.Create(shards)
-            | "Read" >> beam.ParDo(ReadShard(inputs, input_names)).with_outputs(
+            | "Read" >> beam.ParDo(ReadShard(inputs, input_names, handler.progress)).with_outputs(
                 "rejected", main="rows"))
     (read.rows
      | "Spread" >> beam.Reshuffle()
@@ -157,13 +166,22 @@ def run(inputs: Inputs, input_names, handler, output_prefix, beam_args=(), field
 def _run(inputs, input_names, handler, output_prefix, beam_args, fields):
     fs.makedirs(fs.dirname(output_prefix))
     options = PipelineOptions(list(beam_args))
+    local = options.view_as(StandardOptions).runner in (None, "DirectRunner")
+    handler.progress = tempfile.mkdtemp(prefix="zoo_progress_") if local else None
     began = time.time()
-    pipeline = beam.Pipeline(options=options)
-    build(pipeline, inputs, input_names, handler, output_prefix, fields)
-    result = pipeline.run()
-    result.wait_until_finish()
+    watch = progress.Watch(handler.progress) if local else None
+    values = {}
+    try:
+        pipeline = beam.Pipeline(options=options)
+        build(pipeline, inputs, input_names, handler, output_prefix, fields)
+        result = pipeline.run()
+        result.wait_until_finish()
+        values = counters(result)
+    finally:
+        if watch is not None:
+            watch.close(values.get("predictions"))
+            shutil.rmtree(handler.progress, ignore_errors=True)
     seconds = time.time() - began
-    values = counters(result)
     rejected = {k[len("rejected: "):]: v for k, v in values.items() if k.startswith("rejected: ")}
     summary = dict(input_rows=values.get("input_rows", 0), predictions=values.get("predictions", 0),
                    rejected=sum(rejected.values()), rejected_by_reason=rejected,
