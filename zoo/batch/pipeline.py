@@ -20,7 +20,6 @@ import dataclasses
 import io
 import json
 import re
-import shutil
 import tempfile
 import time
 from typing import Optional
@@ -180,7 +179,7 @@ def _run(inputs, input_names, handler, output_prefix, beam_args, fields):
     finally:
         if watch is not None:
             watch.close(values.get("predictions"))
-            shutil.rmtree(handler.progress, ignore_errors=True)
+            fs.rmtree(handler.progress)
     seconds = time.time() - began
     rejected = {k[len("rejected: "):]: v for k, v in values.items() if k.startswith("rejected: ")}
     summary = dict(input_rows=values.get("input_rows", 0), predictions=values.get("predictions", 0),

@@ -20,7 +20,7 @@ import os
 import threading
 import time
 
-from zoo.base import progress
+from zoo.base import fs, progress
 
 FLUSH_SECONDS = 1.0
 POLL_SECONDS = 1.0
@@ -32,7 +32,7 @@ class Tally:
     """The counts of one worker process, written to its file in `folder`."""
 
     def __init__(self, folder):
-        self.path = os.path.join(folder, f"{os.getpid()}.json")
+        self.path = fs.join(folder, f"{os.getpid()}.json")
         self.counts = {"read": 0, "predicted": 0}
         self.written = 0.0
         self.lock = threading.Lock()
@@ -50,9 +50,9 @@ class Tally:
     def _write(self):
         self.written = time.monotonic()
         staged = f"{self.path}.{threading.get_ident()}.tmp"
-        with open(staged, "w", encoding="utf-8") as f:
+        with fs.open(staged, "w", encoding="utf-8") as f:
             json.dump(self.counts, f)
-        os.replace(staged, self.path)
+        fs.replace(staged, self.path)
 
 
 def tally(folder):
@@ -69,10 +69,10 @@ def tally(folder):
 def counts(folder):
     """The counts of every worker of `folder`, added up."""
     total = {"read": 0, "predicted": 0}
-    for name in os.listdir(folder):
+    for name in fs.listdir(folder):
         if name.endswith(".json"):
             try:
-                with open(os.path.join(folder, name), encoding="utf-8") as f:
+                with fs.open(fs.join(folder, name), encoding="utf-8") as f:
                     found = json.load(f)
             except (OSError, ValueError):  # (replaced while read: the next poll reads it)
                 continue
