@@ -110,12 +110,17 @@ def coverage(scores, correct, coverages=COVERAGES):
     return table
 
 
-def _class_measures(logits, targets, temperature):
+def class_scores(logits, targets, temperature=1.0):
+    """(probabilities at `temperature`, each row's score: its most probable class's
+    probability, whether that class is the gold one)."""
     probabilities = softmax(logits, temperature)
+    correct = probabilities.argmax(axis=-1) == np.asarray(targets, np.int64)
+    return probabilities, probabilities.max(axis=-1), correct
+
+
+def _class_measures(logits, targets, temperature):
+    probabilities, scores, correct = class_scores(logits, targets, temperature)
     targets = np.asarray(targets, np.int64)
-    predicted = probabilities.argmax(axis=-1)
-    scores = probabilities.max(axis=-1)
-    correct = predicted == targets
     table, ece, mce = reliability(scores, correct)
     one_hot = np.eye(probabilities.shape[-1])[targets]
     measures = dict(ece=ece, mce=mce,

@@ -238,9 +238,8 @@ class Classification(LabelledRows):
         """reliability.png and, for class models, coverage.png in the model dir."""
         model_dir = self.settings.model_dir
         plots.plot_reliability(report, fs.join(model_dir, "reliability.png"))
-        probabilities = calibration.softmax(outputs, self.temperature)
-        plots.plot_coverage(probabilities.max(-1), probabilities.argmax(-1) == targets,
-                            fs.join(model_dir, "coverage.png"))
+        _, scores, correct = calibration.class_scores(outputs, targets, self.temperature)
+        plots.plot_coverage(scores, correct, fs.join(model_dir, "coverage.png"))
 
     def report_errors(self, source, outputs, targets):
         """MODEL_DIR/errors.csv: the eval rows the model got wrong (`zoo.evaluation.errors`)."""

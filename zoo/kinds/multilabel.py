@@ -54,6 +54,7 @@ class MultiLabel(classification.Classification):
     NAME = "multi_label"
     EXPLAIN = explain.LABEL_SET
     METRICS = ("f1_micro", "f1_macro", "exact_match", "loss")
+    SCALED = False  # calibration measured only: a threshold is chosen on these probabilities
 
     def open_labels(self):
         label_map = parse_label_map(self.settings.label_map)
@@ -82,8 +83,6 @@ class MultiLabel(classification.Classification):
 
     def plot(self, results, outputs, targets):
         del results, outputs, targets
-
-    SCALED = False  # (see zoo.evaluation.calibration: a threshold is chosen on these)
 
     def calibration_report(self, outputs, targets):
         return calibration.label_report(outputs, targets)
