@@ -193,6 +193,19 @@ def test_the_command_line_refuses_with_one_error_line(pair_export, monkeypatch, 
         in code and len(out) == 2  # the lines before the bad one keep their predictions
 
 
+def test_min_score_on_the_command_line_leaves_rows_below_it_without_a_label(
+        pair_export, monkeypatch, capsys):
+    code, out, _ = _cli(monkeypatch, capsys, [pair_export, "--min_score=1"], "a\tb\nc\td\n")
+    rows = [json.loads(line) for line in out]
+    assert code is None and [r["label"] for r in rows] == [None, None]
+    assert all(r["score"] < 1 and r["probabilities"] for r in rows)  # the scores are kept
+    code, out, _ = _cli(monkeypatch, capsys, [pair_export, "--min_score=0"], "a\tb\n")
+    assert code is None and json.loads(out[0])["label"] is not None
+    for bad in ("1.5", "x"):
+        code, out, _ = _cli(monkeypatch, capsys, [pair_export, f"--min_score={bad}"], "a\tb\n")
+        assert code is not None and "--min_score must be a number in [0, 1]" in code and not out
+
+
 def test_a_line_is_json_only_when_it_is_an_object_of_input_names(pair_export, monkeypatch,
                                                                    capsys):
     lines = '{"text_a": "a", "text_b": "b"}\n{not json}\tyes\n{"other": 1}\tno\n'
