@@ -13,6 +13,7 @@ import time
 import numpy as np
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(BENCH)
 
 
 def run_script(args, cwd=None, env=None, name=None):
@@ -184,7 +185,8 @@ CPU_FLAGS_OF_INTEREST = ("avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "a
 
 def machine(code_dir=BENCH):
     """What a figure ran on: CPU model, family and the flags that decide zoo's fast paths
-    (from /proc/cpuinfo), cores, and the git commit of the code measured (in `code_dir`)."""
+    (from /proc/cpuinfo), cores, the git commit of the code measured (in `code_dir`), the UTC
+    time and the command that ran (which `bench/report.py` prints beside the figures)."""
     info = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
@@ -206,7 +208,10 @@ def machine(code_dir=BENCH):
         sha = "unknown"
     return dict(cpu=info.get("model name", "unknown"), cpu_family=info.get("cpu family"),
                 cpu_model=info.get("model"), cores=os.cpu_count(),
-                cpu_flags=[f for f in CPU_FLAGS_OF_INTEREST if f in flags], git=sha)
+                cpu_flags=[f for f in CPU_FLAGS_OF_INTEREST if f in flags], git=sha,
+                date=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                command=[".venv/bin/python", os.path.relpath(os.path.abspath(sys.argv[0]), ROOT)]
+                + sys.argv[1:])
 
 
 def batch_plan(lengths, batch_size, padding, steps, seed=0, window_batches=50):

@@ -4,6 +4,7 @@ its next run. Each script is run as a module (its `main` not called), its flags 
 defaults, then forgotten. The PyTorch peer's scripts need torch (`./install.sh bench`) and skip
 without it."""
 import ast
+import json
 import glob
 import importlib.util
 import os
@@ -69,3 +70,39 @@ def test_a_benchmark_script_imports_and_parses_its_flags(script, monkeypatch):
         for name in set(flags.FLAGS) - before:
             delattr(flags.FLAGS, name)
         sys.modules.pop("common", None)
+
+
+def _tables(monkeypatch):
+    monkeypatch.syspath_prepend(BENCH)
+    for name in [m for m in sys.modules if m == "tables" or m.startswith("tables.")]:
+        monkeypatch.delitem(sys.modules, name)
+    return importlib.import_module("tables")
+
+
+def test_benchmarks_md_is_what_bench_report_renders(monkeypatch):
+    """BENCHMARKS.md is generated: a figure typed into it by hand, or a raw line added without
+    running `bench/report.py`, fails here."""
+    tables = _tables(monkeypatch)
+    with open(os.path.join(ROOT, "BENCHMARKS.md"), encoding="utf-8") as f:
+        committed = f.read()
+    assert committed == tables.render(), "BENCHMARKS.md is not what bench/report.py renders: run it"
+    assert len(committed.splitlines()) <= 400
+
+
+def test_a_newer_line_replaces_its_cpus_figures_and_a_new_cpu_gets_a_row(monkeypatch, tmp_path):
+    _tables(monkeypatch)
+    base = importlib.import_module("tables.base")
+    results = base.Results.read(os.path.join(BENCH, "results"))
+    zen3 = results.newest("train_throughput", lambda ln: base.cpu(ln) == "Zen 3" and ln.get("summary"))
+    newer = json.loads(json.dumps(zen3))
+    newer["date"] = "2099-01-02"
+    newer["ratios"]["best_policy_vs_best_policy"]["ratio"] = 9.876
+    other = json.loads(json.dumps(zen3))
+    other["machine"].update(cpu="AMD EPYC", cpu_family="23", cpu_model="1")
+    results["train_throughput"] += [newer, other]
+    text = importlib.import_module("tables.training").training(results)
+    assert "Zen 3, 2099-01-02" in text and "**9.876**" in text
+    assert "Zen 3, " + base.date(zen3) not in text  # the older Zen 3 line is gone
+    assert "| Zen 1, " in text
+    with pytest.raises(LookupError, match="no line"):
+        base.Results(train_throughput=[]).newest("train_throughput")

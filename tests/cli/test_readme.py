@@ -17,7 +17,7 @@ from absl import flags
 from tests.helpers import ROOT, forget_task_flags
 from zoo.cli import main
 
-DOCUMENTS = ["README.md", "BUILD.md"] + sorted(
+DOCUMENTS = ["README.md", "BUILD.md", "BENCHMARKS.md", "bench/README.md"] + sorted(
     os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))
 TOOLS = ("serve-predict", "batch-predict", "check-export", "build-hub", "models")
 
@@ -122,6 +122,16 @@ def test_every_relative_link_and_anchor_resolves(document):
         assert os.path.exists(os.path.join(ROOT, linked)), (document, target)
         if anchor and linked.endswith(".md"):
             assert anchor in _anchors(linked), (document, target)
+
+
+@pytest.mark.parametrize("document", DOCUMENTS)
+def test_documents_say_what_is_not_what_changed(document):
+    """No commit hash and no number of this project's issues: those belong to git and the raw
+    lines (an upstream reference such as tensorflow/hub#903 is a source, and stays)."""
+    for number, line in enumerate(_text(document).splitlines(), 1):
+        assert not re.search(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b", line), (
+            document, number, line)
+        assert not re.search(r"(^|[^\w/-])#\d+\b|\b[Ii]ssues? #?\d+", line), (document, number, line)
 
 
 def test_the_readme_stays_an_index():

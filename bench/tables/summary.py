@@ -1,0 +1,98 @@
+"""The summary at the top of BENCHMARKS.md: the headline ratio of each benchmark per CPU kind
+against today's goal, met or not, computed from the same lines as the sections below."""
+from tables.base import cpu, mean, num, table, where
+
+
+def _bf16(line):
+    return "avx512_bf16" in line["machine"].get("cpu_flags", [])
+
+
+def _check(value, goal, lower=False):
+    met = value <= goal if lower else value >= goal
+    return f"{'<=' if lower else '>='} {num(goal, 2)}: {'met' if met else '**not met**'}"
+
+
+def _training_rows(results):
+    rows = []
+    for line in results.newest_per_cpu("train_throughput", lambda ln: ln.get("summary") and any(
+            s.startswith("peer:") for s in ln.get("settings", {}))).values():
+        r, policies = line["ratios"], list(line["work"])
+        fp32 = [r[f"fp32_vs_fp32_{p}"]["ratio"] for p in policies]
+        best = [r[f"best_vs_best_{p}"]["ratio"] for p in policies]
+        mfu = [line["settings"]["zoo:fp32"][p]["mfu"] for p in policies]
+        if _bf16(line):
+            value, goal = " / ".join(num(b) for b in best), _check(min(best), 1.5)
+            what = f"MRPC training, best vs best, {' / '.join(policies)}"
+        else:
+            value = " / ".join(num(f) for f in fp32) + "; MFU " + " / ".join(num(m) for m in mfu)
+            goal = _check(min(fp32), 1.2) + "; MFU " + _check(min(mfu), 0.75)
+            what = f"MRPC training, fp32 vs fp32, {' / '.join(policies)}; zoo's MFU"
+        rows.append([what, f"**{value}**", goal, where(line), "[Training](#training)"])
+    return rows
+
+
+def _inference_rows(results):
+    rows = []
+    for line in results.newest_per_cpu("inference", lambda ln: ln.get("summary") == "inference").values():
+        r = line["ratios"]
+        batched = r["batched_best_vs_best"]["ratio"]
+        one = r["batch_1_p50_ms_zoo_over_peer"]["ratio"]
+        first = r["first_prediction_seconds_zoo_over_peer"]["ratio"]
+        rows.append(["export, best vs best batched; one text p50; first answer (lower is better)",
+                     f"**{num(batched)}**; {num(one)}; {num(first)}",
+                     f"{_check(batched, 1.75)}; {_check(one, 0.7, True)}; {_check(first, 0.8, True)}",
+                     where(line), "[Inference](#inference)"])
+    return rows
+
+
+def _quality_rows(results):
+    precision = [ln for ln in results["export_precision"] if ln.get("batch_size") and ln["task"] == "mrpc"
+                 and cpu(ln) == cpu(results["export_precision"][-1])][-3:]
+    change = 100 * mean(ln["accuracy_bf16_minus_fp32"] for ln in precision)
+    litert = results["litert"]
+    dynamic = [ln["exports"]["litert_dynamic"] for ln in litert]
+    fp32 = [ln["exports"]["savedmodel_fp32"] for ln in litert]
+    loss = max(100 * (f["accuracy"] - d["accuracy"]) for f, d in zip(fp32, dynamic))
+    size = max(d["size_over_savedmodel_fp32"] for d in dynamic)
+    calibration = list({ln["task"]: ln for ln in results["calibration"]}.values())
+    calibrated = all(ln["after"]["ece"] <= max(ln["before"]["ece"] / 2, 0.03) and not ln["labels_changed"]
+                     for ln in calibration)
+    squad2 = results.newest("warm_start", lambda ln: ln["run"] == "squad2" and "from_squad_v11" in ln)
+    f1 = squad2["from_squad_v11"]["held_out"]["f1"]
+    speed = results.newest("multilingual", lambda ln: ln["run"] == "encoder_speed")
+    beam = results.newest("batch_predict")
+    buckets = results.newest("buckets")
+    return [
+        ["bf16 export minus fp32, MRPC accuracy (mean of 3 models, 64 rows a request)",
+         f"{num(change, 2, sign=True)} points",
+         f"within 0.5 point: {'met' if abs(change) <= 0.5 else '**not met**'}",
+         where(precision[-1]), "[The bf16 export](#the-bf16-exports-accuracy)"],
+        ["LiteRT `dynamic` minus the fp32 SavedModel, dev accuracy (worst task); size ratio",
+         f"{num(-loss, 2, sign=True)} points; {num(size)}", f"within 1 point; {_check(size, 0.3, True)}"
+         .replace("within 1 point", "within 1 point: " + ("met" if loss <= 1 else "**not met**")),
+         where(litert[-1]), "[LiteRT](#litert-exports)"],
+        ["ECE after temperature scaling: " + " / ".join(ln["task"] for ln in calibration),
+         " / ".join(f"{num(ln['before']['ece'])} → **{num(ln['after']['ece'])}**" for ln in calibration),
+         f"halved or <= 0.03, no label changed: {'met' if calibrated else '**not met**'}",
+         where(calibration[-1]), "[Calibrated scores](#calibrated-scores)"],
+        ["batch prediction on Beam, 2 workers / the best single process",
+         f"**{num(beam['beam2_over_best_single_process'], 2)}**",
+         _check(beam["beam2_over_best_single_process"], 0.9),
+         where(beam), "[Batch prediction](#batch-prediction-on-beam)"],
+        ["a model dir and batch prediction in a bucket / on local disk",
+         f"{num(buckets['train']['bucket_over_local']['steady_examples_per_second'])}; "
+         f"{num(buckets['batch_predict']['bucket_over_local']['rows_per_second'])}", "within noise",
+         where(buckets), "[Buckets](#buckets)"],
+        ["SQuAD 2.0 held-out F1 from a SQuAD v1.1 model", f"**{num(f1, 2)}**", _check(f1, 60),
+         where(squad2), "[Warm starts](#warm-starts)"],
+        ["multilingual-e5-small's training step / MiniLM's", f"{num(speed['ratio_this_over_base'])}x",
+         _check(speed["ratio_this_over_base"], 0.48), where(speed), "[Many languages](#many-languages)"],
+    ]
+
+
+def summary(results):
+    return table(["what", "zoo / peer, or zoo's figure", "goal", "CPU, date", "section"],
+                 _training_rows(results) + _inference_rows(results) + _quality_rows(results))
+
+
+TABLES = dict(summary=summary)
