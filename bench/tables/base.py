@@ -5,7 +5,9 @@ import json
 import os
 import re
 import shlex
+from statistics import mean  # noqa: F401 (the tables' mean)
 
+PYTHON = ".venv/bin/python"
 # (vendor word, family, model) -> the short name the tables use; BENCHMARKS.md's intro says more.
 CPU_NAMES = {
     ("AMD", "23", "1"): "Zen 1", ("AMD", "25", "1"): "Zen 3", ("AMD", "25", "17"): "Zen 4",
@@ -86,10 +88,10 @@ def command(words):
     return "\n".join(lines + [current]) + "\n"
 
 
-def recorded_command(line):
-    """The command a line's script recorded (newer lines), or None."""
-    words = (line.get("machine") or {}).get("command")
-    return command(words) if words else None
+def command_of(line, fallback):
+    """The command a line's script recorded (newer lines), else the words `fallback`, as a
+    code block."""
+    return command((line.get("machine") or {}).get("command") or fallback)
 
 
 def num(value, digits=3, sign=False):
@@ -111,11 +113,6 @@ def table(header, rows):
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"]
     lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
-
-
-def mean(values):
-    values = list(values)
-    return sum(values) / len(values)
 
 
 def points(difference):

@@ -1,8 +1,7 @@
 """Inference: the export against the peer, the bf16 export's accuracy, `zoo.serving` against
 the peer's `pipeline()`, batch prediction on Beam, explanations, LiteRT files."""
-from tables.base import command, cpu, mean, newest_per_class, num, points, recorded_command, table, where
-
-PYTHON = ".venv/bin/python"
+from tables.base import (PYTHON, command_of, cpu, mean, newest_per_class, num, points,
+                         table, where)
 
 
 def _batches(line):
@@ -23,7 +22,7 @@ def _inference_command(results, line):
              "--batch_sizes=" + ",".join(dict.fromkeys(b.split("_")[1] for b in batches)),
              "--policies=" + ",".join(dict.fromkeys(b.split("_")[2] for b in batches)),
              f"--latency_requests={requests}"]
-    return recorded_command(line) or command(words)
+    return command_of(line, words)
 
 
 def inference(results):
@@ -53,7 +52,7 @@ def inference(results):
         header = (["setting"] + [b.replace("batch_", "batch ").replace("_", ", ") + ", ex/s"
                                  for b in batches] +
                   ["one text p50, ms", "first answer, s (imports / load / first call)"])
-        parts.append(f"**{where(line)}**:\n\n    " + _inference_command(results, line).lstrip() +
+        parts.append(f"**{where(line)}**:\n\n" + _inference_command(results, line) +
                      "\n" + table(header, body))
     return "\n".join(parts)
 
@@ -107,9 +106,8 @@ def batch_predict(results):
             for k, r in line["results"].items()]
     return (f"{where(line)}, {num(line['rows'])} rows in {line['shards']} shards; 2 workers / the "
             f"best single process: **{num(line['beam2_over_best_single_process'], 2)}**, / 1 worker: "
-            f"**{num(line['beam2_over_beam1'], 2)}**\n\n    " +
-            (recorded_command(line) or command(["cd", "bench", "&&", "../" + PYTHON,
-                                                "batch_predict.py"])).lstrip() + "\n" +
+            f"**{num(line['beam2_over_beam1'], 2)}**\n\n" +
+            command_of(line, ["cd", "bench", "&&", "../" + PYTHON, "batch_predict.py"]) + "\n" +
             table(["way", "seconds", "rows/s", "peak RSS of the largest process, MB"], rows))
 
 
@@ -117,9 +115,8 @@ def explain(results):
     line = results.newest("explain")
     cost, pointing, loading = line["cost"], line["pointing"], line["loading"]
     return (f"{where(line)}, {num(line['train_rows'])} training sentences (dev accuracy "
-            f"{num(line['dev_accuracy'], 3)}), {line['steps']} steps, {line['texts']} timed texts:\n\n    "
-            + (recorded_command(line) or command([PYTHON, "bench/explain.py",
-                                                  "--work=/tmp/zoo-bench-explain"])).lstrip() + "\n" +
+            f"{num(line['dev_accuracy'], 3)}), {line['steps']} steps, {line['texts']} timed texts:\n\n" +
+            command_of(line, [PYTHON, "bench/explain.py", "--work=/tmp/zoo-bench-explain"]) + "\n" +
             table(["per dev sentence", "ms", "an explanation is"], [
                 ["`predict`, batches of 32", num(cost["predict_batched_ms"], 2),
                  num(cost["explain_over_batched_prediction"], 1) + "x"],

@@ -1,8 +1,7 @@
 """What the models reach on real data: the tasks, multi-task, the defaults, calibration, warm
 starts and many languages. Published anchors carry their source."""
-from tables.base import cpu, date, mean, num, points, table, where
+from tables.base import PYTHON, cpu, date, mean, num, points, table, where
 
-PYTHON = ".venv/bin/python"
 # XLM-T's README (cardiffnlp/xlm-t, "Macro F1 reported", test sets, monolingual fine-tuning).
 XLMT_PUBLISHED = dict(english=(0.682, 0.669), french=(0.720, 0.682), german=(0.736, 0.761),
                       italian=(0.715, 0.709), portuguese=(0.671, 0.760), spanish=(0.659, 0.685))

@@ -1,9 +1,7 @@
 """Training speed against the peer (MRPC, SQuAD), and what zoo's training defaults rest on:
 oneDNN on AVX2, bf16's accuracy, XLA fusion, glibc's malloc, SQuAD's memory, buckets."""
-from tables.base import (command, cpu, mean, newest_per_class, num, recorded_command, spread,
+from tables.base import (PYTHON, command, command_of, cpu, mean, newest_per_class, num, spread,
                          table, where)
-
-PYTHON = ".venv/bin/python"
 
 
 def _configs(line, side):
@@ -17,7 +15,7 @@ def _throughput_command(line, task):
               f"--repeats={line['repeats']}", "--peer_configs=" + ",".join(_configs(line, "peer")),
               "--zoo_configs=" + ",".join(_configs(line, "zoo")),
               "--padding=" + ",".join(line["work"])]
-    return recorded_command(line) or command(words)
+    return command_of(line, words)
 
 
 def _settings_table(line, unit):
@@ -52,8 +50,8 @@ def throughput(results, name, task, unit):
     parts = [table(["CPU, date", "policies", "zoo / peer, fp32 vs fp32", "best vs best",
                     "best policy vs best policy"], [_ratio_row(line) for line in newest.values()])]
     for line in newest_per_class(newest):
-        parts.append(f"**{where(line)}** ({line['data']}):\n\n    " +
-                     _throughput_command(line, task).lstrip() + "\n" + _settings_table(line, unit))
+        parts.append(f"**{where(line)}** ({line['data']}):\n\n" + _throughput_command(line, task) +
+                     "\n" + _settings_table(line, unit))
     return "\n".join(parts)
 
 
@@ -72,7 +70,7 @@ def fusion(results):
         line = results.newest(name, lambda ln: ln.get("summary") and any(
             s.endswith("fusion_on") for s in ln.get("settings", {})))
         lines.append(line)
-        commands.append("    " + _throughput_command(line, task).lstrip())
+        commands.append(_throughput_command(line, task))
     rows = []
     for name in lines[0]["settings"]:
         cells = []
@@ -98,7 +96,7 @@ def onednn_accuracy(results):
         rows.append([seed, *cells])
     words = [PYTHON, "bench/commits_ab.py", "--base=BEFORE", "--this=AFTER", "--repeats=1", "--",
              *[w if not w.startswith("--seed=") else "--seed=SEED" for w in lines[-1]["command"]]]
-    return (f"{where(lines[-1])}:\n\n    " + command(words).lstrip() + "\n" +
+    return (f"{where(lines[-1])}:\n\n" + command(words) + "\n" +
             table(["seed", "oneDNN off: accuracy / F1 / loss", "oneDNN on"], rows))
 
 
@@ -123,8 +121,7 @@ def bf16_accuracy(results):
     words = [PYTHON, "bench/intent_defaults.py", "--task=mrpc", "--configs=fp32,bf16",
              "--seeds=" + ",".join(str(s) for s in seeds)]
     return (f"MRPC dev accuracy / F1 per seed, the CLI's defaults otherwise ({where(line)} the "
-            "newest):\n\n    " +
-            command(words).lstrip() + "\n" + table(header, rows))
+            "newest):\n\n" + command(words) + "\n" + table(header, rows))
 
 
 def _rate_and_faults(policy):
@@ -173,8 +170,7 @@ def buckets(results):
         [f"batch prediction ({num(batch['rows'])} rows, {batch['workers']} workers), rows/s", *(
             f"{num(batch[w]['rows_per_second'], 1)} ({runs(batch, 'rows_per_second', w)})"
             for w in ("local", "bucket")), f"**{num(batch['bucket_over_local']['rows_per_second'])}**"]]
-    return (f"{where(line)}:\n\n    " +
-            (recorded_command(line) or command([PYTHON, "bench/buckets.py"])).lstrip() + "\n" +
+    return (f"{where(line)}:\n\n" + command_of(line, [PYTHON, "bench/buckets.py"]) + "\n" +
             table(["", "local", "bucket", "bucket / local"], rows))
 
 
