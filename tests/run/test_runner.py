@@ -10,13 +10,13 @@ import tf_keras as keras
 from zoo.base.errors import UsageError
 from zoo.export import savedmodel
 from zoo.model.cores import classifier_core
-from zoo.run import runner
+from zoo.run import runner, task
 from zoo.run.settings import RunSettings
 
 WORDS = ["red", "blue", "green", "tall", "small", "old"]
 
 
-class WordCount(runner.Task):
+class WordCount(task.SingleTask):
     """Toy task: is the number of words in a text even? (A classifier on the shared plumbing.)"""
 
     NAME = "word_count"
@@ -25,7 +25,7 @@ class WordCount(runner.Task):
 
     def prepare_training(self, evaluate_each_epoch):
         self.texts = self.read_split("train")
-        return runner.TrainingData(len(self.texts), "texts", dict(texts=len(self.texts)),
+        return task.TrainingData(len(self.texts), "texts", dict(texts=len(self.texts)),
                                    dict(extra="reported"))
 
     def outputs(self):

@@ -54,7 +54,7 @@ def define_kind_flags(*names):
     from zoo.kinds.table import KINDS
 
     kinds = [KINDS[name] for name in names]
-    define_flags(kinds[0].task.MODES, *(k.settings for k in kinds), *(k.data for k in kinds))
+    define_flags(kinds[0].task.CAN.modes, *(k.settings for k in kinds), *(k.data for k in kinds))
     for name, value in kinds[0].defaults.items():
         FLAGS.set_default(name, value)
     return kinds[0] if len(kinds) == 1 else kinds

@@ -30,7 +30,7 @@ from absl import flags
 from zoo.cli import common
 from zoo.kinds import multitask
 
-common.define_flags(multitask.MultiTask.MODES, multitask.Settings)
+common.define_flags(multitask.MultiTask.CAN.modes, multitask.Settings)
 flags.DEFINE_string("tasks_file", None, "JSON file of the tasks: {name: {\"kind\": ..., data, "
                     "settings}} (see this module's help).")
 flags.DEFINE_list("tasks", [], "Tasks to train, in this order (the first is the export's "

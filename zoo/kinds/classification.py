@@ -37,7 +37,7 @@ from zoo.kinds.labelled import LabelledRows
 from zoo.model import hub
 from zoo.model.cores import classifier_core, text_input_names
 from zoo.model.heads import POOLINGS
-from zoo.run import runner
+from zoo.run.task import Capabilities, TrainingData
 from zoo.run.settings import RunSettings
 from zoo.training import run_record
 
@@ -147,7 +147,7 @@ class Classification(LabelledRows):
     """A classifier head on `pooled_output`, over labelled text or text pairs."""
 
     NAME = "classification"  # in MODEL_DIR/run.json
-    MODES = runner.MODES
+    CAN = Capabilities(check_data=True, explain=True, litert=True, requests=True)
     EXPLAIN = explain.CLASS  # what `--mode=explain` and the explain signature explain
     METRICS = ("accuracy", "f1", "f1_macro", "f1_weighted", "mcc", "loss")
     OUTPUT_FILES = ".csv or .jsonl"
@@ -267,7 +267,7 @@ class Classification(LabelledRows):
         report = self.checks["train"].report
         extra = {} if self.class_weights is None else dict(
             class_weights=dict(zip(self.labels.names, self.class_weights)))
-        return runner.TrainingData(
+        return TrainingData(
             self.checks["train"].kept, "examples", self.fingerprint(),
             dict(skipped_bad_rows=report["bad_rows"],
                  duplicates_dropped=report["duplicates_dropped"], padding=self.padding,
@@ -371,7 +371,9 @@ class Classification(LabelledRows):
                                       self.settings.pair, self.settings.explain_steps)
 
     def signatures(self, core, trained=None):
-        result = {"serving_default": self.serving(core), **self.request_serving(core)}
+        result = {"serving_default": self.serving(core)}
+        if self.CAN.requests:
+            result.update(self.request_serving(core))
         if trained is not None and self.settings.export_explain:
             result["explain"] = self.explain_serving(trained)
         return result

@@ -1,6 +1,6 @@
 """A task kind, described once: what the CLIs, the multi-task runner and the API all read.
 
-A `Kind` names a task class (`zoo.run.runner.Task`: its core model, loss, evaluation,
+A `Kind` names a task class (`zoo.run.task.Task`: its core model, loss, evaluation,
 predictions and serving signature), its settings class, its data spec (`zoo.data.specs`: the
 data flags and tasks.json keys, and how they read), the metrics that rank its evaluations and the
 defaults it sets. `zoo.kinds.table.KINDS` lists them; a task's CLI (`zoo/cli/<task>.py`)
@@ -35,7 +35,8 @@ class Kind:
 
     Args:
         name: its name in `tasks.json` ("kind") and in `zoo.kinds.table.KINDS`.
-        task: the `zoo.run.runner.Task` subclass that runs it.
+        task: the `zoo.run.task.Task` subclass that runs it; what the kind can do besides the
+            base modes is its `CAN` (`zoo.run.task.Capabilities`).
         settings: its settings class (a `zoo.run.settings.RunSettings` subclass).
         data: its data spec class (`zoo.data.specs`).
         main_metrics: the metrics that rank its evaluations, the first one found counting

@@ -13,14 +13,14 @@ from zoo.data import check
 from zoo.data.fingerprint import data_fingerprint
 from zoo.data.labels import LABELS_FILE
 from zoo.data.sources import ListSource
-from zoo.run import runner
+from zoo.run.task import Capabilities, SingleTask
 
 
-class LabelledRows(runner.Task):
+class LabelledRows(SingleTask):
     """A task on labelled rows. Subclasses give `open_labels`, `vocabulary` and `load_labels`,
     and set `DEDUPE` if `--dedupe` applies to them; `self.labels` is the vocabulary."""
 
-    MODES = tuple(m for m in runner.MODES if m != "explain")
+    CAN = Capabilities(check_data=True)
     DEDUPE = False
 
     def __init__(self, run, read_split):

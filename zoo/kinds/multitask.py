@@ -30,6 +30,7 @@ from zoo.data.sources import MissingSplit
 from zoo.kinds.table import KINDS
 from zoo.run import runner
 from zoo.run.settings import RunSettings
+from zoo.run.task import Task, TrainingData
 from zoo.training import warm_start
 from zoo.training.steps import Mixture, sample_schedule, sampling_probabilities
 
@@ -106,11 +107,10 @@ def _reader(kind, data, settings, place):
     return read
 
 
-class MultiTask(runner.Task):
+class MultiTask(Task):
     """Several tasks on one encoder; see the module docstring."""
 
     NAME = "multitask"
-    MODES = ("train", "eval", "train_and_eval", "predict", "export")
     OUTPUT_FILES = "a directory: each task that has predict data writes TASK/predictions.* in it"
 
     @staticmethod
@@ -184,7 +184,7 @@ class MultiTask(runner.Task):
                                      " an epoch)" for n, m in mixture["tasks"].items()))
         if self.run.chief:
             save_json(fs.join(self.settings.model_dir, "mixture.json"), mixture)
-        return runner.TrainingData(
+        return TrainingData(
             self.steps_per_epoch * batch, "examples",
             {name: d.fingerprint for name, d in data.items()},
             dict(mixture=mixture, **{f"{name}/{k}": v for name, d in data.items()

@@ -20,7 +20,7 @@ from zoo.export import explain, savedmodel
 from zoo.kinds import classification
 from zoo.kinds.kind import Kind
 from zoo.model.cores import regression_core
-from zoo.run import runner
+from zoo.run.task import Capabilities, Task
 
 
 @dataclasses.dataclass
@@ -42,6 +42,7 @@ class Regression(classification.Classification):
     """One score per example (mean squared error)."""
 
     NAME = "regression"
+    CAN = Capabilities(check_data=True, explain=True, litert=True)  # a score: no request sets
     EXPLAIN = explain.SCORE
     METRICS = ("pearson", "spearman", "mse", "rmse", "mae", "loss")
 
@@ -83,7 +84,7 @@ class Regression(classification.Classification):
         del outputs, targets  # a score, not a probability
         return None
 
-    calibrate = runner.Task.calibrate
+    calibrate = Task.calibrate
 
     def row_format(self):
         return predict.Scores()
@@ -98,9 +99,6 @@ class Regression(classification.Classification):
     def litert_outputs(self):
         return self.serving_outputs(), None
 
-    def request_serving(self, core):
-        del core  # a score per row: nothing a request sets
-        return {}
 
 
 KIND = Kind("regression", Regression, Settings, specs.TextColumns, ("pearson",))

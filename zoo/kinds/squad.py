@@ -30,7 +30,7 @@ from zoo.evaluation import spans, squad_eval
 from zoo.export import savedmodel
 from zoo.kinds.kind import Kind
 from zoo.model.cores import span_core
-from zoo.run import runner
+from zoo.run.task import SingleTask, TrainingData
 from zoo.run.settings import RunSettings
 
 OUTPUTS = "start_end_logits"  # in MODEL_DIR/run.json
@@ -93,7 +93,7 @@ def _as_source(data):
     return SquadList(data) if isinstance(data, (list, tuple)) else data
 
 
-class Squad(runner.Task):
+class Squad(SingleTask):
     """Start and end logits per token over windows of (question, context)."""
 
     NAME = "squad"  # in MODEL_DIR/run.json
@@ -133,7 +133,7 @@ class Squad(runner.Task):
             self.eval_source = _as_source(self.read_split("eval"))
             for _ in self.eval_source.questions():  # checked before training starts
                 pass
-        return runner.TrainingData(windows, "windows", self.train_source.fingerprint(),
+        return TrainingData(windows, "windows", self.train_source.fingerprint(),
                                    dict(train_questions=questions,
                                         doc_stride=self.settings.doc_stride))
 

@@ -26,7 +26,7 @@ from zoo.export import savedmodel
 from zoo.kinds.kind import Kind
 from zoo.kinds.labelled import LabelledRows
 from zoo.model.cores import tagging_core
-from zoo.run import runner
+from zoo.run.task import TrainingData
 from zoo.run.settings import RunSettings
 
 
@@ -104,7 +104,7 @@ class Tagging(LabelledRows):
     def prepare_training(self, evaluate_each_epoch):
         self.read_training(evaluate_each_epoch)
         count = tagging.count_windows(self.windower, self.sources["train"], self.labels)
-        return runner.TrainingData(count, "windows", self.fingerprint(),
+        return TrainingData(count, "windows", self.fingerprint(),
                                    dict(train_sentences=self.checks["train"].kept,
                                         skipped_bad_rows=self.checks["train"].report["bad_rows"]))
 

@@ -8,14 +8,12 @@ core model under the strategy, restoring the newest checkpoint, the training loo
 (`zoo.training.loop.fit`), `train_results.json`, `eval_results.json`, TensorBoard summaries, the
 history plot, where predictions go and the SavedModel (`zoo.export.savedmodel.save`).
 
-A task is a subclass of `Task` that supplies only what is its own (see `Task`), described with
+A task is a subclass of `zoo.run.task.Task` that supplies only what is its own, described with
 its settings and data by a `zoo.kinds.kind.Kind`; a new kind never copies this plumbing
 (BUILD.md, "Add a task").
 """
 import contextlib
-import dataclasses
 import time
-from typing import Any
 
 import tf_keras as keras
 
@@ -31,8 +29,8 @@ from zoo.export import frozen_core, litert, savedmodel
 from zoo.model import hub
 from zoo.model.cores import TextPacker, encoder_variables, head_variables
 from zoo.run import best, lock, paths, report
-from zoo.run.paths import WRITING_MODES, check_output_file
-from zoo.run.settings import MODES, RunSettings, start_run
+from zoo.run.paths import WRITING_MODES
+from zoo.run.settings import RunSettings, start_run
 from zoo.training import checkpoints, distribute, loop
 from zoo.training import optimizer as zoo_optimizer
 from zoo.training import encoder_layers, run_record, warm_start
@@ -104,170 +102,6 @@ class Run:
                                       progress=(description, unit, total))
 
 
-@dataclasses.dataclass
-class TrainingData:
-    """What a task's `prepare_training` found: the training set's size (in `unit`s, one per
-    training example: "examples", "windows"), its fingerprint for run.json, and what the task
-    adds to train_results.json (which also gets `train_<unit>` and, unless the unit is
-    examples, `<unit>_per_second`)."""
-
-    count: int
-    unit: str
-    fingerprint: Any
-    report: dict
-
-
-class Task:
-    """A task: what the runner cannot know. Subclasses set `NAME` (run.json's `task`), `MODES`,
-    `OUTPUT_FILES` (what `--output_file` may be), `PREDICTIONS` (its predictions' file name in a
-    multi-task run), `METRICS` (the numbers of its evaluation) and implement the methods below;
-    `run` is the `Run`, `read_split(split)` gives the data of 'train', 'eval' or 'predict' (or
-    raises `zoo.data.sources.MissingSplit`)."""
-
-    NAME = ""
-    MODES = tuple(m for m in MODES if m not in ("check_data", "explain"))
-    OUTPUT_FILES = ""
-    PREDICTIONS = "predictions.txt"
-    METRICS = ("loss",)  # what `metric_names` returns unless a task overrides it
-
-    def __init__(self, run: Run, read_split):
-        self.run = run
-        self.settings = run.settings
-        self.read_split = read_split
-
-    @staticmethod
-    def check_settings(settings):
-        """Raises a `UsageError` for settings that cannot work, before any work is done."""
-        del settings
-
-    @classmethod
-    def metric_names(cls, settings):
-        """The numbers its evaluation reports that `--keep_best` may rank by."""
-        del settings
-        return cls.METRICS
-
-    @classmethod
-    def resolve_settings(cls, settings, record_dir=None, name=None):
-        """`settings` with what the run decides at its start made concrete (a classifier's
-        `pooling="auto"`); `record_dir` holds the run.json of a trained model dir (default:
-        the settings' own), `name` is the task's name in a multi-task record."""
-        del record_dir, name
-        return settings
-
-    @staticmethod
-    def training_padding(settings):
-        """"fixed" if every training batch has one shape (then XLA fusion may apply)."""
-        del settings
-        return "fixed"
-
-    def longest_sequence(self):
-        """The most tokens the encoder will be given at once."""
-        return self.settings.max_seq_length
-
-    def prepare_training(self, evaluate_each_epoch) -> TrainingData:
-        """Reads (and checks) the training data, and the eval data if it is evaluated."""
-        raise NotImplementedError
-
-    def prepare_restore(self):
-        """What a restore needs from the model dir besides the checkpoint (e.g. labels)."""
-
-    def outputs(self):
-        """What the head predicts (run.json's `outputs`: e.g. the label list)."""
-        raise NotImplementedError
-
-    def build_core(self, encoder):
-        """The core model on `encoder` (a trainable Hub encoder layer); see `zoo.model.cores`."""
-        raise NotImplementedError
-
-    def train_dataset(self, epoch):
-        """Batches of (inputs, targets) of one epoch, of exactly the global batch size, in an
-        order that depends on the seed and epoch alone."""
-        raise NotImplementedError
-
-    def loss(self, targets, outputs):
-        """Per-example losses."""
-        raise NotImplementedError
-
-    def loss_function(self):
-        """What training minimises: `loss` (a multi-task run: {task: its loss})."""
-        return self.loss
-
-    def train_metrics(self):
-        """{name: tf_keras metric} updated with (targets, outputs) in training."""
-        return {}
-
-    def head_names(self):
-        """The names of what the head predicts as an export stores them (label or tag names),
-        or None."""
-        return None
-
-    def record_details(self):
-        """What run.json records besides `run_record.describe`'s keys (a multi-task run: the
-        kind of each head, which a warm start from it reads)."""
-        return {}
-
-    def warm_start(self, core, source):
-        """Loads `source`'s weights (`zoo.training.warm_start.Source`, None: the run has no
-        --init_from) into `core` before the first step: the encoder's, and the head's when it
-        is the same head; returns run.json's `init_from` record (None: nothing loaded)."""
-        if source is None:
-            return None
-        reuse, why_not = source.head_decision(self.NAME, self.outputs(), self.head_names())
-        source.restore(core.get_layer("encoder"), core.layers[-1] if reuse else None)
-        print(f"--init_from: the encoder{' and the head' if reuse else ''} of "
-              f"{source.label()}" + ("" if reuse else f"; the head starts fresh: {why_not}"))
-        return source.describe(reuse, why_not)
-
-    def evaluate(self, core):
-        """The eval split's metrics: a JSON-ready dict (its float values become summaries)."""
-        raise NotImplementedError
-
-    def calibrate(self, core, reuse=False):
-        """After training, on every worker: fits what makes the model's probabilities mean what
-        they say (a class model's temperature, `zoo.evaluation.calibration`) and keeps it in the
-        model dir; returns its record, or None for a task that has none. `reuse`: the last
-        evaluation was of these weights (its outputs may be used again)."""
-        del core, reuse
-        return None
-
-    def evaluated(self, results):
-        """Called with each evaluation's results (with its `step` when it follows training)."""
-        del results
-
-    def default_output_file(self):
-        """Where `predict` writes without `--output_file` (None: the flag is required)."""
-        return None
-
-    def check_output(self, path):
-        """A `UsageError` for a predictions file `path` that cannot be written (before any
-        work)."""
-        check_output_file(path, self.read_split("predict"))
-
-    def predict(self, core, path):
-        """Predicts the predict split into `path`; returns how many predictions it wrote."""
-        raise NotImplementedError
-
-    def serving(self, core):
-        """The serving module of the export (`zoo.export.savedmodel`)."""
-        raise NotImplementedError
-
-    def signatures(self, core, trained=None):
-        """{signature name: serving module} of the export of `core` (what the export runs:
-        `zoo.export.frozen_core.serving_core`); the first is also `serving_default`. `trained`
-        is the trained Keras core itself, for signatures that need its layers."""
-        del trained
-        return {"serving_default": self.serving(core)}
-
-    def explain(self, core, path):
-        """`--mode=explain` (tasks that have it list it in `MODES`): explains the predict split
-        into `path`; returns how many rows it wrote."""
-        raise NotImplementedError
-
-    def check_data(self):
-        """`--mode=check_data` (tasks that have it list it in `MODES`)."""
-        raise NotImplementedError
-
-
 def start(mode, task_class, settings: RunSettings, read_split=None, recorded=None):
     """The task of a run, started: mode and settings checked, model dir, strategy, precisions
     and fusion resolved, the preprocessor loaded. `run` uses it; so can a benchmark or a
@@ -277,7 +111,7 @@ def start(mode, task_class, settings: RunSettings, read_split=None, recorded=Non
     check_export_format(task_class, settings)
     best.check_settings(settings, mode, task_class.metric_names(settings))
     strategy, compute = start_run(mode, settings, task_class.training_padding(settings),
-                                  task_class.MODES)
+                                  task_class.CAN.modes)
     source = None
     if settings.init_from:
         settings, source = warm_start.begin(settings, mode in TRAINING_MODES)
@@ -365,7 +199,7 @@ def check_export_format(task_class, settings):
     settings cannot give."""
     if settings.export_format != "litert":
         return
-    if not hasattr(task_class, "litert_outputs"):
+    if not task_class.CAN.litert:
         raise UsageError(
             "--export_format=litert is for class, multi-label and regression models (one text "
             "or pair, of a fixed length); this task exports a SavedModel only (SQuAD and "
