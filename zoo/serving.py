@@ -125,6 +125,20 @@ def _load(export_dir):
         raise ValueError(f"{export_dir}: not a readable SavedModel ({reason})") from None
 
 
+def min_score_of(value, name="min_score"):
+    """`value` (a number, or the text of one) as the score below which a row abstains; a
+    `ValueError` naming `name` unless it is a number in [0, 1]."""
+    number = value
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            number = None
+    if isinstance(number, bool) or not isinstance(number, (int, float)) or not 0 <= number <= 1:
+        raise ValueError(f"{name} must be a number in [0, 1], not {value!r}")
+    return float(number)
+
+
 def _listed(inputs, method):
     """`inputs` as a list; a TypeError for one text or dict, which would read as many."""
     if isinstance(inputs, (str, bytes, dict)):
@@ -263,9 +277,7 @@ class Model:
         export's `min_score` signature does)."""
         inputs, serve, extra = _listed(inputs, "predict"), self._serve, {}
         if min_score is not None:
-            if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) \
-                    or not 0 <= min_score <= 1:
-                raise ValueError(f"min_score must be a number in [0, 1], not {min_score!r}")
+            min_score = min_score_of(min_score)
             if not self.one_label:
                 raise ValueError("min_score is for class models (one label per row)")
         if top_k is not None:
@@ -371,12 +383,9 @@ def _options(argv):
     min_score = None
     if options["min_score"]:
         try:
-            min_score = float(options["min_score"])
-        except ValueError:
-            min_score = -1.0
-        if not 0 <= min_score <= 1:
-            raise SystemExit(f"error: --min_score must be a number in [0, 1], not "
-                             f"{options['min_score']!r}")
+            min_score = min_score_of(options["min_score"], "--min_score")
+        except ValueError as e:
+            raise SystemExit(f"error: {e}") from None
     return rest[0], int(options["batch_size"]), options["format"], min_score
 
 

@@ -78,10 +78,12 @@ def checked(args):
 
     if args.batch_size < 1:
         raise ValueError(f"--batch_size must be at least 1, not {args.batch_size}")
+    if args.min_score is not None:
+        serving.min_score_of(args.min_score, "--min_score")
     model = serving.load(args.export_dir, args.batch_size, args.signature)
-    if args.min_score is not None and not (model.one_label and 0 <= args.min_score <= 1):
-        raise ValueError(f"--min_score={args.min_score}: a number in [0, 1], for class exports"
-                         + ("" if model.one_label else f" ({args.export_dir} is not one)"))
+    if args.min_score is not None and not model.one_label:
+        raise ValueError(f"--min_score is for class exports, and {args.export_dir} is not one "
+                         "(one label per row)")
     names = model.input_names
     text, text_b = args.text_column, args.text_b_column
     if names == QA_INPUTS:
