@@ -101,6 +101,7 @@ def _sst2_subset(root, rows):
     return str(root)
 
 
+@pytest.mark.slow  # real data: `pytest -m slow`
 @pytest.mark.skipif(not os.path.exists(os.path.join(SST2, "dev.tsv")),
                     reason="needs ../shared/data/sst2")
 def test_a_trained_sst2_model_labels_dev_sentences_as_its_savedmodel_does(tmp_path, tiny_hub):

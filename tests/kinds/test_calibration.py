@@ -22,6 +22,19 @@ def _noisy_csv(path, n, seed, with_label=True):
     return write_csv(path, n, seed, with_label, noise=0.35, longest=8)
 
 
+def _copies(path, source, copies):
+    """`copies` copies of the rows of `source` (ids made unique): an epoch of the copies trains
+    as `copies` epochs of `source` do, with one input pipeline instead of `copies`."""
+    with open(source, encoding="utf-8", newline="") as f:
+        rows = list(csv.DictReader(f))
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        for copy in range(copies):
+            writer.writerows(dict(row, id=f"{row['id']}-{copy}") for row in rows)
+    return str(path)
+
+
 def _classify(mode, model_dir, **values):
     return classify(mode, model_dir, **dict(dict(eval_batch_size=32, max_seq_length=16), **values))
 
@@ -29,14 +42,15 @@ def _classify(mode, model_dir, **values):
 @pytest.fixture(scope="module")
 def overconfident(tmp_path_factory, tiny_hub):
     root = tmp_path_factory.mktemp("calibration")
-    files = dict(train=_noisy_csv(root / "train.csv", 48, 1),
+    files = dict(train=_copies(root / "train.csv", _noisy_csv(root / "rows.csv", 48, 1), 5),
                  fit=_noisy_csv(root / "fit.csv", 200, 2),
                  held_out=_noisy_csv(root / "held_out.csv", 200, 3),
                  predict=_noisy_csv(root / "predict.csv", 60, 4, with_label=False))
     model_dir = root / "model"
-    # (--mode=train with an eval split: no evaluation after each epoch, the fit at the end)
+    # (--mode=train with an eval split: no evaluation after each epoch, the fit at the end;
+    # 6 epochs of 5 copies of 48 rows: each row seen 30 times)
     _classify("train", model_dir, train_file=files["train"], eval_file=files["fit"],
-              num_train_epochs=25, learning_rate=3e-3, warmup_proportion=0.05,
+              num_train_epochs=6, learning_rate=3e-3, warmup_proportion=0.05,
               export_dir=str(model_dir / "export" / "1"))
     export = str(model_dir / "export" / "1")
     model = serving.load(export)

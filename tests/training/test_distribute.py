@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, run_inline
 from zoo.model import cores
 from zoo.training import distribute
 
@@ -235,13 +235,11 @@ def test_two_workers_on_localhost_train_identically_and_only_the_chief_writes(
     assert os.listdir(tmp_path / "model1") == []  # the worker wrote nothing of its own
     assert os.path.exists(tmp_path / "export" / "saved_model.pb")  # written once, by the chief
     assert os.listdir(tmp_path / "tmp1") == []  # its temporary checkpoints were removed
-    # The evaluation written under two workers equals a one-process evaluation of those weights.
+    # The evaluation written under two workers equals a one-process evaluation of those weights
+    # (this test's process: no TF_CONFIG).
     distributed = json.load(open(tmp_path / "model0" / "eval_results.json"))
-    single = subprocess.run(
-        [sys.executable, "-m", "tasks.classify.train", f"--model_dir={tmp_path / 'model0'}",
-         "--mode=eval", *common, f"--eval_file={worker_data / 'dev.csv'}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
-        env={k: v for k, v in os.environ.items() if k != "TF_CONFIG"})
+    single = run_inline("tasks.classify.train", f"--model_dir={tmp_path / 'model0'}",
+                        "--mode=eval", *common, f"--eval_file={worker_data / 'dev.csv'}")
     assert single.returncode == 0, single.stderr[-3000:]
     again = json.load(open(tmp_path / "model0" / "eval_results.json"))
     assert again["accuracy"] == distributed["accuracy"]
