@@ -48,7 +48,7 @@ def plan_epochs(num_examples, settings, unit="examples"):
     epochs and the first 6 steps of the third. `settings.max_train_steps` (if set) caps the
     total exactly, cutting the last epoch short.
     """
-    accumulated = getattr(settings, "gradient_accumulation_steps", 1)
+    accumulated = settings.gradient_accumulation_steps
     batch = settings.train_batch_size * accumulated
     if num_examples < batch:
         raise UsageError(f"{num_examples} training {unit} is less than one batch of {batch}"

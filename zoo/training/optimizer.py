@@ -215,7 +215,7 @@ def optimizer_for(settings, total_steps, xla_fusion=False, head_variables=(),
 
 
 def _layer_rates(settings, encoder_variables):
-    decay = getattr(settings, "layer_decay", 1.0)
+    decay = settings.layer_decay
     if decay == 1.0:
         return ()
     rates = encoder_layers.decayed_rates(encoder_variables, decay)
