@@ -21,6 +21,8 @@ def zoo_cache(tmp_path_factory):
         root = root.parent  # this run's folder, shared by its workers
     path = str(root / "zoo_cache")
     os.makedirs(path, exist_ok=True)
+    from zoo.compute import pipelines
+    pipelines.start_context()  # as a run's CLI starts it (zoo.run.settings.start_run)
     old = os.environ.get("ZOO_CACHE_DIR")
     os.environ["ZOO_CACHE_DIR"] = path
     yield path

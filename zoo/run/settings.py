@@ -11,7 +11,7 @@ from typing import Optional
 
 from zoo.base.errors import UsageError
 from zoo.base.fields import setting
-from zoo.compute import Compute, fusion, precision
+from zoo.compute import Compute, fusion, pipelines, precision
 from zoo.compute.precision import EXPORT_PRECISIONS  # the class body's `precision` is a field
 from zoo.export.litert import QUANTIZATIONS as LITERT_QUANTIZATIONS
 from zoo.model.hub import DEFAULT_MODEL
@@ -173,7 +173,8 @@ def start_run(mode, settings: RunSettings, padding, modes=MODES):
     fusion.resolve(settings.xla_fusion, padding, accelerators=0,  # a bad value fails first
                    steps_per_execution=settings.steps_per_execution)
     prepare_model_dir(settings.model_dir, mode)
-    strategy = distribute.strategy_for(settings)
+    # the strategy starts TensorFlow's context: grappler for the model's functions only
+    strategy = pipelines.start_context(lambda: distribute.strategy_for(settings))
     accelerators = 1 if distribute.is_tpu(strategy) else None
     training = mode in ("train", "train_and_eval")
     return strategy, Compute(
