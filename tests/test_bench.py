@@ -15,7 +15,7 @@ import sys
 import pytest
 from absl import flags
 
-from tests.helpers import ROOT
+from tests.helpers import ROOT, forget_task_flags
 
 BENCH = os.path.join(ROOT, "bench")
 SCRIPTS = sorted(os.path.basename(p) for p in glob.glob(os.path.join(BENCH, "*.py")))
@@ -54,6 +54,7 @@ def test_a_benchmark_script_imports_and_parses_its_flags(script, monkeypatch):
     monkeypatch.syspath_prepend(BENCH)
     _imports_resolve(source, script)
     monkeypatch.setattr(sys, "argv", [path])
+    forget_task_flags()  # a CLI run earlier in this process left its flags defined
     before = set(flags.FLAGS)
     try:
         runpy.run_path(path, run_name="bench_smoke_test")
