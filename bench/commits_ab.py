@@ -10,13 +10,15 @@ tree, in alternating order
 (base first in even rounds), each in a fresh process with a fresh --model_dir, with the same
 Python and installed packages. From each run's train_results.json: the steady training rate
 (examples, i.e. windows for SQuAD, per second without the first call) and the first call's
-seconds; from its eval_results.json (a train_and_eval run), the last evaluation's numbers.
+seconds, and the whole command's seconds (process start to exit); from its eval_results.json
+(a train_and_eval run), the last evaluation's numbers.
 Prints one JSON line: per tree the runs, median and spread, and the ratio of the medians (this
 tree over the base).
 """
 import json
 import os
 import statistics
+import time
 
 from absl import app, flags
 
@@ -32,8 +34,10 @@ FLAGS = flags.FLAGS
 
 
 def timed_run(tree, module, args, model_dir):
+    began = time.perf_counter()
     run_script(["-m", module, *args, f"--model_dir={model_dir}"], cwd=tree,
                name=f"{tree}: the run")
+    seconds = time.perf_counter() - began
     with open(os.path.join(model_dir, "train_results.json"), encoding="utf-8") as f:
         timing = json.load(f)
     evaluated = {}
@@ -43,6 +47,7 @@ def timed_run(tree, module, args, model_dir):
                          if isinstance(v, float)}
     return dict(steady_examples_per_second=round(timing["steady_examples_per_second"], 3),
                 first_call_seconds=round(timing["first_call_seconds"], 1),
+                seconds=round(seconds, 1),
                 precision=timing["precision"], xla_fusion=timing["xla_fusion"], eval=evaluated)
 
 
@@ -56,8 +61,10 @@ def main(argv):
     results = dict(machine=measured_on, **commits, command=[module, *args])
     for name, measured in runs.items():
         rates = [r["steady_examples_per_second"] for r in measured]
+        seconds = [r["seconds"] for r in measured]
         results[name] = dict(runs=measured, median=statistics.median(rates),
-                             spread=[min(rates), max(rates)])
+                             spread=[min(rates), max(rates)],
+                             median_seconds=statistics.median(seconds))
     results["ratio_this_over_base"] = round(results["this"]["median"]
                                             / results["base"]["median"], 3)
     print(json.dumps(results))
