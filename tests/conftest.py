@@ -21,8 +21,6 @@ def zoo_cache(tmp_path_factory):
         root = root.parent  # this run's folder, shared by its workers
     path = str(root / "zoo_cache")
     os.makedirs(path, exist_ok=True)
-    from zoo.compute import pipelines
-    pipelines.start_context()  # as a run's CLI starts it (zoo.run.settings.start_run)
     old = os.environ.get("ZOO_CACHE_DIR")
     os.environ["ZOO_CACHE_DIR"] = path
     yield path
@@ -30,6 +28,14 @@ def zoo_cache(tmp_path_factory):
         os.environ.pop("ZOO_CACHE_DIR", None)
     else:
         os.environ["ZOO_CACHE_DIR"] = old
+
+
+@pytest.fixture(scope="session", autouse=True)
+def tensorflow_context():
+    """Each test process starts TensorFlow as a run's CLI does (`zoo.compute.pipelines`, from
+    `zoo.run.settings.start_run`), before any test runs an op."""
+    from zoo.compute import pipelines
+    pipelines.start_context()
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,8 @@ a `tf.function` call takes the options in force when it is called. `start_contex
 context with grappler off and turns it back on at once: tf.data's functions then start without
 grappler's passes, and the model's functions (the training step, evaluation, the export) keep
 every rewrite, oneDNN's fused matmuls among them (`tests/compute/test_pipelines.py` checks both
-against the installed TensorFlow; `bench/pipeline_start.py` measures the start).
+against the installed TensorFlow; `bench/commits_ab.py` measured a training run before and
+after, `bench/results/pipeline_start_ab.jsonl`).
 
 It takes effect only in a process whose context has not started: a run's CLI starts it with the
 strategy (which must come first, `zoo.run.settings.start_run`); a process that ran TensorFlow

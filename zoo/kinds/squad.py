@@ -134,8 +134,7 @@ class Squad(SingleTask):
             for _ in self.eval_source.questions():  # checked before training starts
                 pass
         return TrainingData(windows, "windows", self.train_source.fingerprint(),
-                                   dict(train_questions=questions,
-                                        doc_stride=self.settings.doc_stride))
+                            dict(train_questions=questions, doc_stride=self.settings.doc_stride))
 
     def outputs(self):
         return OUTPUTS

@@ -105,8 +105,8 @@ class Tagging(LabelledRows):
         self.read_training(evaluate_each_epoch)
         count = tagging.count_windows(self.windower, self.sources["train"], self.labels)
         return TrainingData(count, "windows", self.fingerprint(),
-                                   dict(train_sentences=self.checks["train"].kept,
-                                        skipped_bad_rows=self.checks["train"].report["bad_rows"]))
+                            dict(train_sentences=self.checks["train"].kept,
+                                 skipped_bad_rows=self.checks["train"].report["bad_rows"]))
 
     def build_core(self, encoder):
         return tagging_core(encoder, len(self.labels), self.settings.dropout)
