@@ -12,6 +12,13 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared")
 REFERENCE = os.path.join(SHARED, "reference")
+# Texts that test a tokenizer: accents, CJK, emoji sequences, scripts, control and zero-width
+# characters, ligatures, an empty text, texts longer than any sequence
+TOKENIZER_TEXTS = [
+    "Café façade naïve ÜBER Straße", "東京は大きい都市です。北京！", "I ❤️ emoji 🙂🙃 👩‍👩‍👧 ok",
+    "x" * 250 + " tail", "Ελληνικά Кириллица हिन्दी ไทย عربي", "tabs\tand\nnewlines  here", "",
+    "MiXeD CaSe DON'T won't", "a\u0301\u0300 combining marks", "\u200b zero width \ufeff",
+    "ﬁ ligature ½ Ⅻ", "word " * 100]
 
 
 def reference_file(name):

@@ -1,5 +1,6 @@
 """zoo.serving: Python inference on an export, in a process that imports only tensorflow,
-tensorflow_text and zoo.serving; one dict per input in input order; the command line."""
+tensorflow_text and zoo.serving; one dict per input in input order; its command line
+(`zoo serve-predict`, `python -m zoo.serving`: zoo.cli.serve_predict)."""
 import gc
 import io
 import json
@@ -14,6 +15,7 @@ import tensorflow as tf
 
 from tests.helpers import ROOT
 from zoo import serving
+from zoo.cli import serve_predict
 from zoo.data import squad_windows, tagging
 from zoo.export import savedmodel
 from zoo.model import cores
@@ -170,7 +172,7 @@ def _cli(monkeypatch, capsys, argv, stdin=""):
     """`zoo serve-predict` in this process: (exit message or None, stdout lines, stderr)."""
     monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
     try:
-        serving.main(argv)
+        serve_predict.main(argv)
         code = None
     except SystemExit as e:
         code = str(e.code)

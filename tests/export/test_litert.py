@@ -1,6 +1,6 @@
 """LiteRT exports (`zoo.export.litert`) and their runner (`zoo.litert`): the tokenizer the file
-runs against the Hub preprocessor's, every text kind against its SavedModel, a classifier trained
-on real SST-2 sentences, and what is refused."""
+runs against the Hub preprocessor's, a classifier trained on real SST-2 sentences, and what is
+refused. Every kind's LiteRT export against its SavedModel is in tests/kinds/test_every_kind.py."""
 import csv
 import os
 
@@ -8,19 +8,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.helpers import SHARED
+from tests.helpers import SHARED, TOKENIZER_TEXTS
 from zoo import litert as litert_runner
 from zoo import serving
 from zoo.base.errors import UsageError
-from zoo.export import litert, savedmodel
+from zoo.export import litert
 from zoo.kinds import table
-from zoo.model import cores, hub
+from zoo.model import hub
 from zoo.model.cores import TextPacker
 
-TEXTS = ["Café façade naïve ÜBER Straße", "東京は大きい都市です。北京！", "I ❤️ emoji 🙂🙃 👩‍👩‍👧 ok",
-         "x" * 250 + " tail", "Ελληνικά Кириллица हिन्दी ไทย عربي", "tabs\tand\nnewlines  here",
-         "", "MiXeD CaSe DON'T won't", "a\u0301\u0300 combining marks", "\u200b zero width \ufeff",
-         "ﬁ ligature ½ Ⅻ", "word " * 100, "a great film", "a dull, boring film"]
+TEXTS = TOKENIZER_TEXTS + ["a great film", "a dull, boring film"]
 SST2 = os.path.join(SHARED, "data", "sst2")
 
 
@@ -42,50 +39,10 @@ def test_the_files_tokenizer_packs_what_the_hub_preprocessor_packs(handles, seq_
             np.testing.assert_array_equal(packed[key].numpy(), expected[key].numpy(), key)
 
 
-def _both(root, name, core, packer, outputs, saved_outputs, label_names, pair):
-    """(zoo.serving model, zoo.litert model) of one core, exported both ways."""
-    module = savedmodel.TextServing(core, packer, saved_outputs, pair, label_names=label_names)
-    saved = savedmodel.save(str(root / name / "saved"), {"serving_default": module})
-    lite = litert.export_text_model(str(root / name / "lite"), core, packer, outputs,
-                                    label_names, pair, quantization="none")
-    return serving.load(saved), litert_runner.load(lite)
-
-
-def test_every_text_kind_gives_the_savedmodels_outputs(tmp_path, handles):
-    encoder, preprocessor = handles
-    packer = TextPacker(preprocessor, 48)
-    layer = hub.encoder_layer(encoder)
-    names = ["a", "b", "c"]
-    kinds = {  # name: (core, LiteRT outputs, SavedModel outputs, label names, pair)
-        "pairs": (cores.classifier_core(layer, 3), savedmodel.class_outputs,
-                  savedmodel.class_outputs, names, True),
-        "score": (cores.regression_core(layer), savedmodel.score_outputs,
-                  savedmodel.score_outputs, None, False),
-        "labels": (cores.classifier_core(layer, 3), litert.mask_outputs(0.3),
-                   savedmodel.label_set_outputs(0.3), names, False)}
-    for name, (core, outputs, saved_outputs, label_names, pair) in kinds.items():
-        saved, lite = _both(tmp_path, name, core, packer, outputs, saved_outputs, label_names,
-                            pair)
-        inputs = list(zip(TEXTS, TEXTS[::-1])) if pair else TEXTS
-        expected, got = saved.predict(inputs), lite.predict(inputs)
-        assert len(got) == len(inputs)
-        for want, row in zip(expected, got):
-            assert set(row) == set(want), name
-            for key, value in want.items():
-                if isinstance(value, dict):
-                    for label, p in value.items():
-                        assert row[key][label] == pytest.approx(p, abs=1e-4), (name, key)
-                elif isinstance(value, float):
-                    assert row[key] == pytest.approx(value, abs=1e-4), (name, key)
-                elif key not in ("label", "label_id"):  # exact ties aside, checked below
-                    assert row[key] == value, (name, key)
-            ranked = sorted(want.get("probabilities", {}).values())
-            if "label" in want and ranked[-2] < ranked[-1] - 1e-3:  # not a near tie
-                assert (row["label"], row["label_id"]) == (want["label"], want["label_id"])
+def test_the_runner_reads_the_file_and_metadata_the_exporter_writes():
+    # (every kind's LiteRT export against its SavedModel: tests/kinds/test_every_kind.py)
     assert (litert_runner.FILE_NAME, litert_runner.METADATA_NAME) == (litert.FILE_NAME,
                                                                        litert.METADATA_NAME)
-    assert lite.metadata == dict(label_names=names, input_names=["text"], seq_length=48,
-                                 quantization="none")
 
 
 def _sst2_subset(root, rows):

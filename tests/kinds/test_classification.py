@@ -53,13 +53,6 @@ def test_train_and_eval_writes_everything_to_the_model_dir(trained):
     assert os.path.exists(os.path.join(trained, "export", "1", "saved_model.pb"))
 
 
-def test_eval_mode_reproduces_the_last_evaluation(trained, tweets):
-    last = json.load(open(os.path.join(trained, "eval_results.json")))
-    again = _classify("eval", trained, eval_file=tweets["dev"])
-    assert again["accuracy"] == last["accuracy"]
-    assert again["loss"] == pytest.approx(last["loss"], abs=1e-5)
-
-
 @pytest.mark.parametrize("suffix", ["csv", "jsonl"])
 def test_predict_writes_one_labelled_row_per_input_in_order(trained, tweets, suffix):
     output = os.path.join(trained, f"predictions.{suffix}")
@@ -86,14 +79,6 @@ TEXTS = ["loved it, brilliant", "boring and awful", "released on monday",
 
 def _serve(export_dir, texts=TEXTS):
     return tf.saved_model.load(export_dir).signatures["serving_default"](text=tf.constant(texts))
-
-
-def test_export_mode_and_the_exported_label_names(trained, tmp_path):
-    export_dir = str(tmp_path / "serving" / "7")
-    assert _classify("export", trained, export_dir=export_dir) == export_dir
-    served, first = _serve(export_dir), _serve(os.path.join(trained, "export", "1"))
-    assert {x.decode() for x in served["label"].numpy()} <= {"negative", "neutral", "positive"}
-    assert served["label"].numpy().tolist() == first["label"].numpy().tolist()
 
 
 def test_export_mode_in_bf16_gives_the_labels_of_the_fp32_export(trained, tmp_path):
@@ -150,32 +135,25 @@ def test_a_label_map_whose_names_are_other_raw_labels(tmp_path, tiny_hub, raw, l
     assert [x.decode() for x in served["label"].numpy()] == [names[raw[1]], names[raw[0]]]
 
 
-def test_a_rerun_with_other_settings_stops_unless_allowed(tweets, tiny_hub, tmp_path, capsys):
-    model_dir = str(tmp_path / "model")
-    train_file = tmp_path / "train.csv"
-    train_file.write_text(open(tweets["train"], encoding="utf-8").read(), encoding="utf-8")
-    _classify("train", model_dir, train_file=str(train_file), num_train_epochs=1)
+def test_a_rerun_with_other_settings_stops_unless_allowed(trained, tweets, tmp_path):
+    """A rerun that changes the schedule or the data is refused, naming each change (a
+    resume that is allowed to change them is in tests/kinds/test_every_kind.py)."""
+    model_dir = str(tmp_path / "copy")
+    shutil.copytree(trained, model_dir)
     saved = json.load(open(os.path.join(model_dir, "run.json")))
     assert saved["task"] == "classification" and saved["outputs"] == ["-1", "0", "1"]
     assert saved["pooling"] == "cls"  # pooling="auto", resolved: the tiny encoder's pooler
-    assert (saved["learning_rate"], saved["head_learning_rate_multiplier"]) == (1e-4, 10.0)
+    assert (saved["learning_rate"], saved["head_learning_rate_multiplier"]) == (3e-3, 10.0)
 
-    with open(train_file, "a", encoding="utf-8") as f:  # the data changes too
-        f.write("x1,loved it,1\n")
+    train_file = tmp_path / "train.csv"  # the data changes too
+    train_file.write_text(open(os.path.join(tweets["root"], "train_480.csv"),
+                               encoding="utf-8").read() + "x1,loved it,1\n", encoding="utf-8")
     with pytest.raises(UsageError) as refused:
-        _classify("train", model_dir, train_file=str(train_file), num_train_epochs=2,
-                  train_batch_size=16)
-    for change in ("train_batch_size: 8 -> 16", "num_train_epochs: 1.0 -> 2.0", "data: ",
+        _classify("train", model_dir, train_file=str(train_file), num_train_epochs=3,
+                  train_batch_size=16, learning_rate=3e-3, warmup_proportion=0.05)
+    for change in ("train_batch_size: 8 -> 16", "num_train_epochs: 2.0 -> 3.0", "data: ",
                    "--allow_changed_settings"):
         assert change in str(refused.value)
-
-    capsys.readouterr()
-    timing = _classify("train", model_dir, train_file=str(train_file), num_train_epochs=2,
-                       allow_changed_settings=True)
-    assert "warning: resuming with a changed setting: num_train_epochs: 1.0 -> 2.0" in \
-        capsys.readouterr().out
-    assert timing["steps"] == 12  # 97 rows: 12 steps an epoch; the second epoch only
-    assert json.load(open(os.path.join(model_dir, "run.json")))["num_train_epochs"] == 2.0
 
     # A restore with another encoder or task names what differs, before any weights are used.
     with pytest.raises(UsageError, match="encoder_handle: 'tiny' -> 'minilm_l6_h384_uncased'"):

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from tests.helpers import SHARED, check_the_model_dir_suffices, run_inline
+from tests.helpers import SHARED, run_inline
 from zoo.compute import precision
 
 SERVE = """
@@ -280,12 +280,3 @@ def test_repeated_question_ids_are_refused_not_overwritten(trained, tmp_path):
                       predict_file=str(repeated), eval_file=str(repeated), output_file=str(out),
                       max_seq_length=64, max_query_length=24, doc_stride=24, eval_batch_size=16)
         assert not out.exists() and not (tmp_path / "nbest_predictions.json").exists()
-
-
-def test_the_model_dir_gives_predict_eval_and_export_its_task_and_model(trained, tmp_path):
-    check_the_model_dir_suffices(
-        trained["model_dir"], lambda *flags: run_inline(
-            "tasks.squad.train", f"--model_dir={trained['model_dir']}", "--encoder_handle=tiny",
-            "--max_seq_length=64", "--max_query_length=24", "--doc_stride=24", *flags),
-        dict(predict=[f"--predict_file={trained['dev']}"],
-             eval=[f"--eval_file={trained['dev']}"]), tmp_path, suffix=".json")

@@ -1,13 +1,14 @@
-"""tasks.stsb.train (regression) as a user runs it: train_and_eval, predict, export, bad scores."""
+"""tasks.stsb.train (regression) as a user runs it: what training learns and reports, explain,
+bad scores. The modes every kind has (resume, eval, predict, export, serving) are checked on
+every kind in tests/kinds/test_every_kind.py."""
 import csv
 import json
 import os
 import random
 
 import pytest
-import tensorflow as tf
 
-from tests.helpers import check_the_model_dir_suffices, run_inline
+from tests.helpers import run_inline
 
 HEADER = ["index", "genre", "filename", "year", "old_index", "source1", "source2", "sentence1",
           "sentence2", "score"]
@@ -59,25 +60,6 @@ def test_regression_reports_pearson_and_spearman_with_a_scatter_plot(trained):
         "regression"
 
 
-def test_predict_writes_a_score_per_row_and_the_export_agrees(trained):
-    output = os.path.join(trained["model_dir"], "predictions.csv")
-    result = run_inline("tasks.stsb.train", "--mode=predict", f"--data_dir={trained['data']}",
-                        f"--model_dir={trained['model_dir']}", "--encoder_handle=tiny",
-                        "--max_seq_length=32", f"--output_file={output}")
-    assert result.returncode == 0, result.stderr[-3000:]
-    rows = list(csv.DictReader(open(output)))
-    assert [r["id"] for r in rows] == [str(i) for i in range(12)]
-    test = list(csv.DictReader(open(trained["data"] / "test.tsv"), delimiter="\t",
-                               quoting=csv.QUOTE_NONE))
-    # (loaded in this process: an export loaded in a fresh process, as a server does, is in
-    # tests/export/test_savedmodel.py and tests/tasks/test_squad.py)
-    fn = tf.saved_model.load(os.path.join(trained["model_dir"], "export", "1")).signatures[
-        "serving_default"]
-    scores = fn(text_a=tf.constant([r["sentence1"] for r in test]),
-                text_b=tf.constant([r["sentence2"] for r in test]))["score"].numpy().tolist()
-    assert [float(r["score"]) for r in rows] == pytest.approx(scores, abs=1e-4)
-
-
 def test_a_score_outside_its_range_names_the_file_and_line(tmp_path, tiny_hub):
     data = tmp_path / "data"
     data.mkdir()
@@ -107,12 +89,3 @@ def test_explain_mode_credits_the_words_that_set_the_score(trained, tmp_path):
         assert {w["segment"] for w in line["words"]} == {0, 1}  # both sentences' words
         top = max(line["words"], key=lambda w: w["attribution"])
         assert top["text"] == "great" and top["segment"] == 0
-
-
-def test_the_model_dir_gives_predict_eval_and_export_its_task_and_model(trained, tmp_path):
-    data = f"--data_dir={trained['data']}"
-    check_the_model_dir_suffices(
-        trained["model_dir"], lambda *flags: run_inline(
-            "tasks.stsb.train", data, f"--model_dir={trained['model_dir']}",
-            "--encoder_handle=tiny", "--max_seq_length=32", *flags),
-        dict(predict=[data], eval=[data]), tmp_path, export=False)

@@ -7,7 +7,7 @@ import random
 import pytest
 import tensorflow as tf
 
-from tests.helpers import check_the_model_dir_suffices, run_inline
+from tests.helpers import run_inline
 
 PEOPLE = ["John", "Mary", "Ahmed", "Olga"]
 PLACES = [["Paris"], ["Berlin"], ["New", "York"], ["U.S."]]
@@ -148,10 +148,3 @@ def test_long_sentences_are_windowed_and_a_bad_sentence_keeps_its_lines(trained,
                       f"--output_file={output}.2")
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert f"error: {path}:5: invalid UTF-8 at byte 3" in result.stderr
-
-
-def test_the_model_dir_gives_predict_eval_and_export_its_task_and_model(trained, tmp_path):
-    check_the_model_dir_suffices(
-        trained["model_dir"], lambda *flags: _tagging(trained["model_dir"], *flags),
-        dict(predict=[f"--predict_file={trained['test']}"],
-             eval=[f"--eval_file={trained['dev']}"]), tmp_path, suffix=".txt")

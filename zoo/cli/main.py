@@ -111,8 +111,8 @@ def run(argv=None):
         batch_predict.main(rest)
     elif command == "serve-predict":
         with quiet.startup():
-            from zoo import serving
-        serving.main(rest)
+            from zoo.cli import serve_predict
+        serve_predict.main(rest)
     else:
         _usage(f"unknown command {command!r}")
 
