@@ -79,9 +79,9 @@ def test_paths_made_absolute_only_where_local(tmp_path, monkeypatch):
 def test_an_unknown_scheme_is_refused_with_the_schemes_there_are(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(UsageError) as caught:
-        fs.check("gcs://bucket/data.csv", "--train_file")
+        fs.check("gcs://bucket/data.csv", "`train_file`")
     message = str(caught.value)
-    assert message.startswith("--train_file must be a local path or one on a file system")
+    assert message.startswith("train_file must be a local path or one on a file system")
     assert "gs://" in message and "ram://" in message and "'gcs://bucket/data.csv'" in message
     assert fs.problem("a.csv,ram://b/c.csv") is None
     assert "s3://" in fs.problem("a.csv,s3://b/c.csv")  # the second of a list

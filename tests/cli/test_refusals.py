@@ -100,7 +100,7 @@ def test_a_model_dir_that_cannot_be_written(tmp_path, monkeypatch):
     from zoo.base import fs
     from zoo.run import paths
     monkeypatch.setattr(fs.os, "access", lambda path, mode: False)  # tests run as root
-    with pytest.raises(UsageError, match="is not writable: --mode=train writes into it"):
+    with pytest.raises(UsageError, match="is not writable: mode=train writes into it"):
         paths.prepare_model_dir(str(tmp_path), "train")
     paths.prepare_model_dir(str(tmp_path), "predict")  # reading it is enough
 

@@ -34,10 +34,10 @@ def test_a_glue_folder_reads_its_layout_and_names_its_labels(tmp_path):
 
 def test_a_missing_split_names_the_keys_that_would_give_it(tmp_path):
     read_split = specs.GlueFolder(train_file=str(tmp_path / "t.tsv"), layout="stsb").reader(None)
-    with pytest.raises(MissingSplit, match=r"^no eval data: pass --eval_file or --data_dir$") as e:
+    with pytest.raises(MissingSplit, match=r"^no eval data: pass eval_file or data_dir$") as e:
         read_split("eval")  # STS-B is not in TFDS: no fallback
     assert e.value.split == "eval" and e.value.keys == ("eval_file", "data_dir")
-    with pytest.raises(MissingSplit, match=r"^no predict data: pass --predict_file$"):
+    with pytest.raises(MissingSplit, match=r"^no predict data: pass predict_file$"):
         specs.ConllFiles().reader(None)("predict")
 
 
@@ -46,14 +46,14 @@ def test_text_columns_take_label_names_from_a_file_or_a_map_not_both(tmp_path):
     names.write_text("sad\nhappy\n")
     spec = specs.TextColumns(train_file="x.csv", label_names_file=str(names), text_b_column="b")
     assert spec.settings() == dict(pair=True, label_map="0:sad,1:happy")
-    with pytest.raises(UsageError, match="--label_map or --label_names_file, not both"):
+    with pytest.raises(UsageError, match="label_map or label_names_file, not both"):
         specs.TextColumns(label_map="0:a", label_names_file=str(names)).check(_Settings())
     assert spec.columns().text == "text"  # the default column, unless one is named
 
 
 def test_squad_copies_unanswerable_questions_only_for_squad_2():
     spec = specs.SquadFiles(train_file="t.json", unanswerable_fraction=0.5)
-    with pytest.raises(UsageError, match="--unanswerable_fraction needs --version_2_with_negative"):
+    with pytest.raises(UsageError, match="unanswerable_fraction needs version_2_with_negative"):
         spec.check(_Settings())
     spec.check(_Settings(version_2_with_negative=True))
 

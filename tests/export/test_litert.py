@@ -98,7 +98,7 @@ def test_what_a_litert_export_refuses(tmp_path, tiny_hub):
     with pytest.raises(UsageError, match="is for class, multi-label and regression models"):
         table.run("squad", "export", model_dir=str(tmp_path / "squad"), encoder_handle="tiny",
                   export_dir=str(tmp_path / "out"), export_format="litert")
-    with pytest.raises(UsageError, match="--litert_quantization"):
+    with pytest.raises(UsageError, match="litert_quantization"):
         table.run("classify", "export", model_dir=str(tmp_path / "c"), encoder_handle="tiny",
                   export_dir=str(tmp_path / "out"), export_format="litert",
                   export_precision="bf16")

@@ -84,7 +84,7 @@ def _serve(export_dir, texts=TEXTS):
 def test_export_mode_in_bf16_gives_the_labels_of_the_fp32_export(trained, tmp_path):
     export_dir = str(tmp_path / "bf16" / "1")
     if not precision.cpu_flags() & precision.REWRITE_CPU_FLAGS:
-        with pytest.raises(UsageError, match="--export_precision=bf16 needs a CPU"):
+        with pytest.raises(UsageError, match="export_precision=bf16 needs a CPU"):
             _classify("export", trained, export_dir=export_dir, export_precision="bf16")
         return
     _classify("export", trained, export_dir=export_dir, export_precision="bf16")
@@ -152,7 +152,7 @@ def test_a_rerun_with_other_settings_stops_unless_allowed(trained, tweets, tmp_p
         _classify("train", model_dir, train_file=str(train_file), num_train_epochs=3,
                   train_batch_size=16, learning_rate=3e-3, warmup_proportion=0.05)
     for change in ("train_batch_size: 8 -> 16", "num_train_epochs: 2.0 -> 3.0", "data: ",
-                   "--allow_changed_settings"):
+                   "allow_changed_settings"):
         assert change in str(refused.value)
 
     # A restore with another encoder or task names what differs, before any weights are used.

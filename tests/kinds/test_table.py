@@ -71,5 +71,5 @@ def test_a_spec_that_cannot_work_is_refused_before_any_work(tmp_path, spec, mess
 def test_a_kinds_own_data_check_holds_in_a_multi_task_run(tmp_path):
     settings = _multitask(tmp_path, qa=dict(kind="squad", train_file="t.json",
                                             max_query_length=16, unanswerable_fraction=0.5))
-    with pytest.raises(UsageError, match="--unanswerable_fraction needs --version_2_with_negative"):
+    with pytest.raises(UsageError, match="unanswerable_fraction needs version_2_with_negative"):
         multitask.MultiTask.check_settings(settings)

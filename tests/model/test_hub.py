@@ -60,7 +60,7 @@ def test_published_names_resolve_to_their_matching_preprocessor():
 def test_urls_pass_through_and_need_a_preprocessor():
     url = "https://www.kaggle.com/models/tensorflow/bert/TensorFlow2/en-uncased-l-12-h-768-a-12/4"
     assert hub.resolve_handles(url, hub.UNCASED_PRE) == (url, hub.UNCASED_PRE)
-    with pytest.raises(hub.HandleError, match="pass --preprocessor_handle"):
+    with pytest.raises(hub.HandleError, match="pass preprocessor_handle"):
         hub.resolve_handles(url)
 
 

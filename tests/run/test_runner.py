@@ -98,23 +98,23 @@ def test_a_task_definition_is_all_a_new_task_needs(tiny_hub, tmp_path):
     again = _run("eval", tmp_path)  # the newest checkpoint, restored: the same accuracy
     assert again["accuracy"] == results["accuracy"] and again["step"] == 8
 
-    with pytest.raises(UsageError, match=r"--mode=predict needs --output_file \(a .txt file\)"):
+    with pytest.raises(UsageError, match=r"mode=predict needs output_file \(a .txt file\)"):
         _run("predict", tmp_path)
     assert _run("predict", tmp_path, output_file=str(tmp_path / "out" / "p.txt")) == 7
     assert len(open(tmp_path / "out" / "p.txt").read().split()) == 7
 
-    with pytest.raises(UsageError, match="--mode=export needs --export_dir"):
+    with pytest.raises(UsageError, match="mode=export needs export_dir"):
         _run("export", tmp_path)
     path = _run("export", tmp_path, export_dir=str(tmp_path / "export" / "1"))
     served = tf.saved_model.load(path).signatures["serving_default"](text=tf.constant(["red"]))
     assert served["label"].numpy()[0] in (b"odd", b"even")
 
-    with pytest.raises(UsageError, match="--mode must be one of"):
+    with pytest.raises(UsageError, match="mode must be one of"):
         _run("check_data", tmp_path)  # not one of this task's modes
 
 
 def test_eval_without_training_and_a_model_dir_of_another_task(tiny_hub, tmp_path):
-    with pytest.raises(UsageError, match="model does not exist: --mode=eval needs the model dir "
+    with pytest.raises(UsageError, match="model does not exist: mode=eval needs the model dir "
                                          "of a trained model"):
         _run("eval", tmp_path)
     os.makedirs(tmp_path / "model", exist_ok=True)
@@ -199,14 +199,14 @@ def test_keep_best_exports_the_best_checkpoint_and_patience_stops_training(tiny_
 
 
 def test_keep_best_settings_that_cannot_work(tiny_hub, tmp_path):
-    with pytest.raises(UsageError, match="--early_stopping_patience needs --keep_best"):
+    with pytest.raises(UsageError, match="early_stopping_patience needs keep_best"):
         _scripted("train_and_eval", tmp_path, early_stopping_patience=2)
-    with pytest.raises(UsageError, match="--keep_best needs evaluations"):
+    with pytest.raises(UsageError, match="keep_best needs evaluations"):
         _scripted("train", tmp_path, keep_best="accuracy")
-    with pytest.raises(UsageError, match=r"--keep_best=f1: the evaluation has no number 'f1' "
+    with pytest.raises(UsageError, match=r"keep_best=f1: the evaluation has no number 'f1' "
                                          r"\(it has accuracy, epoch, step, texts\)"):
         _scripted("train_and_eval", tmp_path, keep_best="f1", num_train_epochs=1)
-    with pytest.raises(UsageError, match="--keep_best=acuracy is not a metric of this task; it "
+    with pytest.raises(UsageError, match="keep_best=acuracy is not a metric of this task; it "
                                          "reports accuracy, f1"):  # before any training
         _scripted("train_and_eval", tmp_path, keep_best="acuracy",
                   model_dir=str(tmp_path / "misspelled"))

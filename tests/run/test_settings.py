@@ -34,14 +34,14 @@ def test_a_task_changes_a_default_once_and_keeps_the_help():
 def test_values_outside_the_choices_are_refused():
     with pytest.raises(UsageError, match="padding must be one of"):
         check_fields(classification.Settings(model_dir="m", padding="tight"))
-    with pytest.raises(UsageError, match="--mode must be one of"):
+    with pytest.raises(UsageError, match="mode must be one of"):
         start_run("serve", RunSettings(model_dir="m"), "fixed")
 
 
 @pytest.mark.parametrize("asked", ["auto", "bf16", "fp32"])
 def test_start_run_resolves_the_precisions_it_passes_on(tmp_path, asked):
     if asked == "bf16" and not precision.cpu_flags() & precision.REWRITE_CPU_FLAGS:
-        with pytest.raises(UsageError, match="--precision=bf16 needs a CPU"):
+        with pytest.raises(UsageError, match="precision=bf16 needs a CPU"):
             start_run("train", RunSettings(model_dir=str(tmp_path), precision=asked), "fixed")
         return
     _, compute = start_run("train", RunSettings(model_dir=str(tmp_path), precision=asked,

@@ -52,8 +52,8 @@ def test_a_capability_left_undeclared_is_refused_before_any_work(tmp_path):
     def settings(**values):
         return RunSettings(model_dir=str(tmp_path), encoder_handle="tiny", **values)
 
-    with pytest.raises(UsageError, match="--export_format=litert is for class"):
+    with pytest.raises(UsageError, match="export_format=litert is for class"):
         runner.check_export_format(TASKS["squad"], settings(export_format="litert"))
     runner.check_export_format(TASKS["classify"], settings(export_format="litert"))
-    with pytest.raises(UsageError, match="--mode must be one of"):
+    with pytest.raises(UsageError, match="mode must be one of"):
         runner.start("explain", TASKS["tagging"], settings())

@@ -38,6 +38,12 @@ def test_a_users_error_is_one_line(flags, error):
     assert raised.value.__cause__ is None and raised.value.__suppress_context__
 
 
+def test_the_command_line_names_flags_where_the_error_names_settings(flags):
+    with pytest.raises(SystemExit) as raised:
+        common.run_task(_raising(UsageError("`mode`=export needs `export_dir`")))
+    assert str(raised.value) == "error: --mode=export needs --export_dir"
+
+
 def test_a_bug_keeps_its_traceback(flags):
     # A ValueError that zoo did not raise for the user (here: a made-up bug) is not turned
     # into a one-line message: its traceback is what a bug report needs.

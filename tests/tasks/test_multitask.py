@@ -165,7 +165,7 @@ def test_bad_specs_and_bad_rows_name_what_is_wrong(trained, tmp_path):
     result = _multitask(tmp_path / "m3", bad, "--mode=train")
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert f"error: {broken}:6: " in result.stderr
-    with pytest.raises(UsageError, match=r"tasks.json: task 'tweets': --dropout must be at least "
+    with pytest.raises(UsageError, match=r"tasks.json: task 'tweets': dropout must be at least "
                                          r"0 and less than 1, not 1.5"):
         multitask.MultiTask.check_settings(multitask.Settings(
             model_dir="m", tasks=dict(tweets=dict(specs["tweets"], dropout=1.5)),

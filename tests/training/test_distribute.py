@@ -26,7 +26,7 @@ def test_strategies_by_name():
 
 
 def test_tpu_strategy_without_a_tpu_says_what_to_pass():
-    with pytest.raises(ValueError, match="no TPU found.*--tpu=local"):
+    with pytest.raises(ValueError, match="no TPU found.*tpu=local"):
         distribute.make_strategy("tpu", tpu="local")
 
 

@@ -31,7 +31,8 @@ def test_a_resume_with_changed_settings_lists_every_change(tmp_path, capsys):
         run_record.check_resume(model_dir, changed)
     message = str(raised.value)
     assert "train_batch_size: 8 -> 16" in message and "max_seq_length: 128 -> 64" in message
-    assert "data: " in message and "--allow_changed_settings" in message
+    assert "data: " in message and "pass allow_changed_settings" in message
+    assert "pass --allow_changed_settings" in raised.value.for_command_line()
     assert len(run_record.check_resume(model_dir, changed, allow_changed_settings=True)) == 3
     assert "warning: resuming with a changed setting: train_batch_size: 8 -> 16" in \
         capsys.readouterr().out

@@ -196,7 +196,7 @@ def test_refusals_name_what_is_wrong(sources, tiny_hub, tmp_path):
                                       label_map=LABEL_MAP, **TWEETS, **values))
         return str(e.value)
 
-    assert "is this run's --model_dir" in refused(init_from=str(tmp_path / "m"))
+    assert "is this run's model_dir" in refused(init_from=str(tmp_path / "m"))
     assert "no run.json" in refused(init_from=str(tmp_path))
     assert "not a multi-task one" in refused(init_from=sources["cls"], init_from_task="x")
     # Another vocabulary, same shapes: refused naming both encoders.

@@ -78,9 +78,10 @@ def flag_fields(settings_class):
 
 
 def field_problem(field, value):
-    """What is wrong with `value` for `field` (a sentence naming the flag), or None."""
+    """What is wrong with `value` for `field` (a sentence naming the setting in backquotes, as
+    `zoo.base.errors` has it), or None."""
     meta = field.metadata
-    name = f"--{field.name}"
+    name = f"`{field.name}`"
     if meta.get("choices") and value not in meta["choices"]:
         return f"{name} must be one of {', '.join(map(str, meta['choices']))}, not {value!r}"
     if value is None or isinstance(value, bool):

@@ -113,12 +113,13 @@ def main(argv=None):
     args, rest = _parser().parse_known_args(sys.argv[1:] if argv is None else argv)
     with quiet.startup():
         from zoo.batch import files, handler, pipeline
+        from zoo.base.errors import for_command_line
         from zoo.data.text_files import DataError
     with files.used():  # paths with a scheme through Beam's file systems, as workers read them
         try:
             inputs, names, fields = checked(args)
         except (OSError, ValueError, DataError) as e:
-            raise SystemExit(f"error: {e}") from None
+            raise SystemExit(f"error: {for_command_line(e)}") from None
         beam_args, threads = _beam_args(rest)
         summary = pipeline.run(inputs, names, handler.ExportHandler(
             args.export_dir, args.signature, threads, args.batch_size,

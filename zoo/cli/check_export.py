@@ -38,7 +38,7 @@ def main(argv):
     try:
         report = conformance.check(argv[1])
     except UsageError as e:
-        raise SystemExit(f"zoo check-export: {e}") from None
+        raise SystemExit(f"zoo check-export: {e.for_command_line()}") from None
     if FLAGS.json:
         print(json.dumps(report, ensure_ascii=False))
     else:

@@ -94,11 +94,11 @@ def run_task(run):
     has started: `started`).
 
     The user's errors (`zoo.base.errors`: bad flags, data, handles, missing files) end with one
-    clear line and no traceback; a failure inside TensorFlow with its traceback and then a line
-    naming the stage of the run (`zoo.base.stages`); anything else is a bug and keeps its
-    traceback."""
+    clear line, which names flags where the error names settings, and no traceback; a failure
+    inside TensorFlow with its traceback and then a line naming the stage of the run
+    (`zoo.base.stages`); anything else is a bug and keeps its traceback."""
     from zoo.base.errors import (
-        DivergedError, ModelDirBusy, OutputError, UsageError)
+        DivergedError, ModelDirBusy, OutputError, UsageError, for_command_line)
     from zoo.base.stages import StageError
     from zoo.data.text_files import DataError
     from zoo.model import hub
@@ -107,7 +107,7 @@ def run_task(run):
         return run()
     except (DataError, hub.HandleError, FileNotFoundError, UsageError, OutputError,
             DivergedError, ModelDirBusy) as e:
-        raise SystemExit(f"error: {e}") from None
+        raise SystemExit(f"error: {for_command_line(e)}") from None
     except StageError as e:  # TensorFlow failed: its traceback, then what zoo was doing
         traceback.print_exc()
         raise SystemExit(f"error: {e}") from None

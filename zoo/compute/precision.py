@@ -61,8 +61,8 @@ def resolve(precision, flags=None, accelerators=None):
     flags = cpu_flags() if flags is None else flags
     if precision == "bf16":
         if not accelerators:
-            _require_rewrite_cpu("--precision", flags,
-                                 ", so training would stay fp32: use --precision=fp32 or auto")
+            _require_rewrite_cpu("`precision`", flags,
+                                 ", so training would stay fp32: use `precision`=fp32 or auto")
         return precision
     return "bf16" if BF16_CPU_FLAGS & flags and not accelerators else "fp32"
 
@@ -79,7 +79,7 @@ def check_export_cpu(precision, flags=None):
     flags, default this machine's); checked when a run starts, not after its training."""
     if precision != "bf16":
         return
-    _require_rewrite_cpu("--export_precision", cpu_flags() if flags is None else flags,
+    _require_rewrite_cpu("`export_precision`", cpu_flags() if flags is None else flags,
                          ": export in fp32, or on a machine that has one")
 
 

@@ -276,6 +276,6 @@ def given_splits(read_split):
         except MissingSplit:
             continue
     if not sources:
-        raise UsageError("--mode=check_data needs data: --train_file, --eval_file, "
-                         "--predict_file or --data_dir")
+        raise UsageError("`mode`=check_data needs data: `train_file`, `eval_file`, "
+                         "`predict_file` or `data_dir`")
     return sources

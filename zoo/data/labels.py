@@ -171,7 +171,7 @@ class LabelVocab:
         for labels in _one_number(raw):
             raise DataError(f"the training data's labels {' and '.join(map(repr, labels))} are "
                             "one number written in different ways, so they would be different "
-                            "classes; write each class one way (or name each with --label_map)")
+                            "classes; write each class one way (or name each with `label_map`)")
         if len(raw) < 2:
             raise DataError(f"training data has {len(raw)} distinct label(s) {raw}; need at least 2")
         if not label_map and (scores := _scores(raw)):
@@ -250,7 +250,7 @@ def class_weights(spec, vocab, counts):
             given = json.load(f)
     except OSError as e:
         raise UsageError(f"{spec}: cannot read the class weights ({e.strerror}); "
-                         "--class_weights is none, balanced or a JSON file") from None
+                         "`class_weights` is none, balanced or a JSON file") from None
     except json.JSONDecodeError as e:
         raise UsageError(f"{spec}:{e.lineno}: not valid JSON ({e.msg})") from None
     if not isinstance(given, dict):

@@ -70,7 +70,7 @@ def read_file(path, columns: Columns, require_label=True):
 
 
 class MissingSplit(UsageError):
-    """No data was given for a split (no --eval_file, say)."""
+    """No data was given for a split (no `eval_file`, say)."""
 
     split, keys = None, ()
 
@@ -78,7 +78,7 @@ class MissingSplit(UsageError):
     def of(cls, split, keys):
         """No data for `split`: any of the data `keys` (flags, or keys of a tasks.json entry)
         would give it."""
-        error = cls(f"no {split} data: pass " + " or ".join(f"--{k}" for k in keys))
+        error = cls(f"no {split} data: pass " + " or ".join(f"`{k}`" for k in keys))
         error.split, error.keys = split, tuple(keys)
         return error
 

@@ -106,7 +106,7 @@ class SquadFiles(SplitFiles):
 
     def check(self, settings):
         if self.unanswerable_fraction and not settings.version_2_with_negative:
-            raise UsageError("--unanswerable_fraction needs --version_2_with_negative")
+            raise UsageError("`unanswerable_fraction` needs `version_2_with_negative`")
 
     def reader(self, settings):
         def read_split(split):
@@ -212,7 +212,7 @@ class TextColumns(FolderFiles):
     def check(self, settings):
         del settings
         if self.label_map and self.label_names_file:
-            raise UsageError("pass --label_map or --label_names_file, not both")
+            raise UsageError("pass `label_map` or `label_names_file`, not both")
 
     def settings(self):
         label_map = self.label_map

@@ -144,7 +144,7 @@ def _examples(article, a, path, require_answers, version_2=False):
             if impossible and not version_2:
                 raise DataError(f"{place} (id {qa['id']}): an unanswerable question "
                                 "(is_impossible) in SQuAD v1.1 data; for SQuAD 2.0 pass "
-                                "--version_2_with_negative")
+                                "`version_2_with_negative`")
             if impossible and answers:
                 raise DataError(f"{place} (id {qa['id']}): marked is_impossible but has "
                                 f"{len(answers)} answer(s)")

@@ -32,7 +32,7 @@ WINDOW_SHUFFLE_BUFFER = 1024  # windows: mixes the windows of long contexts whil
 def no_room_message(seq_length, max_query_length, specials=3):
     return (f"max_seq_length {seq_length} leaves no room for the context after a question of "
             f"max_query_length {max_query_length} tokens (and {specials} special tokens): raise "
-            f"--max_seq_length above {max_query_length + specials} or lower --max_query_length")
+            f"`max_seq_length` above {max_query_length + specials} or lower `max_query_length`")
 
 
 def check_room(seq_length, max_query_length):

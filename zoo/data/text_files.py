@@ -10,9 +10,10 @@ import json
 from typing import Optional
 
 from zoo.base import fs
+from zoo.base.errors import NamesSettings
 
 
-class DataError(ValueError):
+class DataError(NamesSettings, ValueError):
     """Bad input data; the message names the file, the line and the problem."""
 
 
@@ -60,7 +61,7 @@ def file_format(path, delimiter=None):
         return ","
     if name.endswith((".tsv", ".txt")):
         return "\t"
-    raise DataError(f"{path}: unknown file type; use .csv, .tsv, .jsonl or pass --delimiter")
+    raise DataError(f"{path}: unknown file type; use .csv, .tsv, .jsonl or pass `delimiter`")
 
 
 def check_file(path):

@@ -26,7 +26,7 @@ def read_tfds(name, split, text_column=None, text_b_column=None, label_column="l
     text_column = text_column or default_a
     text_b_column = text_b_column if text_b_column is not None else default_b
     if not text_column:
-        raise DataError(f"tfds:{name}: pass --text_column (no default known for this dataset)")
+        raise DataError(f"tfds:{name}: pass `text_column` (no default known for this dataset)")
     try:
         ds, info = tfds.load(name, split=split, with_info=True, data_dir=data_dir)
     except Exception as e:  # TFDS fails in many ways offline

@@ -27,7 +27,7 @@ def html_path(path):
 
 def check_path(path):
     if not path.lower().endswith(".jsonl"):
-        raise UsageError(f"--output_file={path}: explanations are written as JSON lines; give "
+        raise UsageError(f"`output_file`={path}: explanations are written as JSON lines; give "
                          "a file ending in .jsonl (the HTML page goes beside it)")
 
 

@@ -164,7 +164,7 @@ class FrozenCore(tf.Module):
             if not any(dtype == "bfloat16" for (op, dtype) in op_dtypes(graph_def)
                        if op in grappler.MATMULS):
                 raise UsageError(
-                    "--export_precision=bf16: TensorFlow's oneDNN bf16 rewrite left every matmul "
+                    "`export_precision`=bf16: TensorFlow's oneDNN bf16 rewrite left every matmul "
                     "in fp32 on this CPU (it needs AVX-512 or AVX-NE-CONVERT); export in fp32, "
                     "or on a machine that has one")
         graph_def, weight_names, values = weights_as_inputs(graph_def)

@@ -124,7 +124,7 @@ def convert(saved_model_dir, quantization, representative=None):
     """The `.tflite` bytes of the SavedModel's `serving_default` at `quantization`;
     `representative`: the calibration inputs of "int8" (a list of {input name: [one string]})."""
     if quantization not in QUANTIZATIONS:
-        raise UsageError(f"--litert_quantization must be one of {', '.join(QUANTIZATIONS)}, "
+        raise UsageError(f"`litert_quantization` must be one of {', '.join(QUANTIZATIONS)}, "
                          f"not {quantization!r}")
     converter = tf.lite.TFLiteConverter.from_saved_model(saved_model_dir, ["serving_default"])
     converter.allow_custom_ops = True  # the tokenizer's, from tensorflow_text's registrar
@@ -134,7 +134,7 @@ def convert(saved_model_dir, quantization, representative=None):
     if quantization == "dynamic":
         return converter.convert()
     if not representative:
-        raise UsageError("--litert_quantization=int8 needs representative texts to calibrate "
+        raise UsageError("`litert_quantization`=int8 needs representative texts to calibrate "
                          "on (the training data's first rows)")
     dataset = lambda: ({k: np.array(v, dtype=object) for k, v in row.items()}  # noqa: E731
                        for row in representative)

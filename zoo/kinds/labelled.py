@@ -60,7 +60,7 @@ class LabelledRows(SingleTask):
             previous = self.load_labels().outputs()
             if previous != self.labels.outputs():
                 raise UsageError(f"{saved}: labels {previous} differ from the training data's "
-                                 f"{self.labels.outputs()}; use a new --model_dir")
+                                 f"{self.labels.outputs()}; use a new `model_dir`")
         if self.run.chief:
             self.labels.save(self.settings.model_dir)
 

@@ -117,7 +117,7 @@ class MultiTask(Task):
     def check_settings(settings):
         check_specs(settings)
         if settings.gradient_accumulation_steps != 1:
-            raise UsageError("multi-task training takes --gradient_accumulation_steps=1")
+            raise UsageError("multi-task training takes `gradient_accumulation_steps`=1")
         for name in settings.tasks:
             kind, data, task_settings = task_parts(settings, name)
             check_fields(task_settings, f"{_place(settings, name)}: ")
@@ -297,7 +297,7 @@ class MultiTask(Task):
 
     def check_output(self, path):
         if fs.exists(path) and not fs.isdir(path):
-            raise UsageError(f"--output_file={path} is a file; a multi-task run predicts into a "
+            raise UsageError(f"`output_file`={path} is a file; a multi-task run predicts into a "
                              "directory (TASK/predictions.* for each task)")
         for name, task in self._predicting().items():
             task.check_output(fs.join(path, name, task.PREDICTIONS))

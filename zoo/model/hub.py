@@ -22,6 +22,7 @@ import tensorflow_hub as hub
 import tensorflow_text  # noqa: F401  (registers the ops a preprocessor needs; tensorflow/hub#705)
 
 from zoo.base import fs, stages
+from zoo.base.errors import NamesSettings
 from zoo.hub_build import build as hub_build
 
 TFHUB = "https://tfhub.dev/tensorflow"
@@ -97,7 +98,7 @@ URL_PREFIXES = ("http://", "https://")
 ARCHIVES = (".tar.gz", ".tgz")
 
 
-class HandleError(ValueError):
+class HandleError(NamesSettings, ValueError):
     """A handle that is neither a known name, a URL nor a usable directory."""
 
 
@@ -174,7 +175,7 @@ def resolve_handles(encoder_handle=DEFAULT_MODEL, preprocessor_handle=None):
             sibling := fs.join(fs.dirname(encoder), "preprocessor")):
         return encoder, sibling
     raise HandleError(
-        f"no preprocessor known for encoder {encoder_handle!r}; pass --preprocessor_handle")
+        f"no preprocessor known for encoder {encoder_handle!r}; pass `preprocessor_handle`")
 
 
 def load_options(on_tpu=False):

@@ -37,13 +37,13 @@ def check_settings(settings, mode, metrics):
     """The keep-best settings a mode can use (a UsageError otherwise); `metrics`: what the
     task's evaluation reports."""
     if settings.keep_best and metric_key(settings.keep_best) not in metrics:
-        raise UsageError(f"--keep_best={settings.keep_best} is not a metric of this task; it "
+        raise UsageError(f"`keep_best`={settings.keep_best} is not a metric of this task; it "
                          f"reports {', '.join(metrics)} (eval_loss is loss)")
     if settings.early_stopping_patience and not settings.keep_best:
-        raise UsageError("--early_stopping_patience needs --keep_best=METRIC (what does not "
+        raise UsageError("`early_stopping_patience` needs `keep_best`=METRIC (what does not "
                          "improve)")
     if settings.keep_best and mode == "train":
-        raise UsageError("--keep_best needs evaluations: use --mode=train_and_eval")
+        raise UsageError("`keep_best` needs evaluations: use `mode`=train_and_eval")
 
 
 class Best:
@@ -81,7 +81,7 @@ class Best:
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             numbers = sorted(k for k, v in results.items()
                              if isinstance(v, (int, float)) and not isinstance(v, bool))
-            raise UsageError(f"--keep_best={self.metric}: the evaluation has no number "
+            raise UsageError(f"`keep_best`={self.metric}: the evaluation has no number "
                              f"{self.key!r} (it has {', '.join(numbers)})")
         best = None if self.record is None else self.record["value"]
         if best is None or (value < best if self.lower_is_better else value > best):

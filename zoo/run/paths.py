@@ -16,32 +16,32 @@ def prepare_model_dir(model_dir, mode):
     """Makes the model dir of a mode that starts one (training, data checks); a `UsageError`
     if it is a file, is missing for a mode that needs a trained one, or is not writable for a
     mode that writes into it (predict and export only read it: a read-only mount serves)."""
-    fs.check(model_dir, "--model_dir")
+    fs.check(model_dir, "`model_dir`")
     if fs.exists(model_dir) and not fs.isdir(model_dir):
-        raise UsageError(f"--model_dir={model_dir} is a file, not a directory")
+        raise UsageError(f"`model_dir`={model_dir} is a file, not a directory")
     if mode in ("train", "train_and_eval", "check_data"):
         try:
             fs.makedirs(model_dir)
         except OSError as e:
-            raise UsageError(f"--model_dir={model_dir}: cannot create it ({e.strerror})") from None
+            raise UsageError(f"`model_dir`={model_dir}: cannot create it ({e.strerror})") from None
     elif not fs.isdir(model_dir):
-        raise UsageError(f"--model_dir={model_dir} does not exist: --mode={mode} needs the "
+        raise UsageError(f"`model_dir`={model_dir} does not exist: `mode`={mode} needs the "
                          "model dir of a trained model")
     if mode in WRITING_MODES and not fs.writable_folder(model_dir):
-        raise UsageError(f"--model_dir={model_dir} is not writable: --mode={mode} writes into "
+        raise UsageError(f"`model_dir`={model_dir} is not writable: `mode`={mode} writes into "
                          "it (predict and export only read it)")
 
 
 def check_output_file(path, source):
     """A `UsageError` for a predictions file that could not be written, or that is one of the
     input files of `source` (the predictions would overwrite the data), before any work."""
-    fs.check(path, "--output_file")
+    fs.check(path, "`output_file`")
     if fs.isdir(path):
-        raise UsageError(f"--output_file={path} is a directory; give a file name")
+        raise UsageError(f"`output_file`={path} is a directory; give a file name")
     inputs = getattr(source, "shards", None) or [getattr(source, "path", None)]
     for name in filter(None, inputs):
         if fs.samefile(path, name):
-            raise UsageError(f"--output_file={path} is the input file {name}: the predictions "
+            raise UsageError(f"`output_file`={path} is the input file {name}: the predictions "
                              "would overwrite the data; give another file")
     if not fs.is_local(path):
         return
@@ -49,7 +49,7 @@ def check_output_file(path, source):
     while not fs.exists(parent):
         parent = fs.dirname(parent)
     if not fs.writable_folder(parent):
-        raise UsageError(f"--output_file={path}: {parent} is not a writable directory")
+        raise UsageError(f"`output_file`={path}: {parent} is not a writable directory")
 
 
 UNTRACKED = "untracked"  # `entries` of a model dir path no file system serves

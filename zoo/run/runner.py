@@ -165,13 +165,13 @@ def _use_trained(task, mode):
     if mode in ("predict", "explain"):
         path = s.output_file or task.default_output_file()
         if not path:
-            raise UsageError(f"--mode={mode} needs --output_file "
+            raise UsageError(f"`mode`={mode} needs `output_file` "
                              f"({'.jsonl' if mode == 'explain' else task.OUTPUT_FILES})")
         if mode == "explain":
             explain_files.check_path(path)
         task.check_output(path)
     if mode == "export" and not s.export_dir:
-        raise UsageError("--mode=export needs --export_dir")
+        raise UsageError("`mode`=export needs `export_dir`")
     began = time.time()
     core, step = restored(task)
     if mode == "eval":
@@ -201,16 +201,16 @@ def check_export_format(task_class, settings):
         return
     if not task_class.CAN.litert:
         raise UsageError(
-            "--export_format=litert is for class, multi-label and regression models (one text "
+            "`export_format`=litert is for class, multi-label and regression models (one text "
             "or pair, of a fixed length); this task exports a SavedModel only (SQuAD and "
-            "tagging window texts of any length): --export_format=savedmodel")
+            "tagging window texts of any length): `export_format`=savedmodel")
     if settings.export_precision != "fp32":
-        raise UsageError("--export_precision applies to SavedModel exports; a LiteRT export "
-                         "sets its arithmetic with --litert_quantization")
+        raise UsageError("`export_precision` applies to SavedModel exports; a LiteRT export "
+                         "sets its arithmetic with `litert_quantization`")
     if hub.tokenizer_kind(settings.encoder_handle) == "sentencepiece":
         raise UsageError(
-            f"--export_format=litert tokenizes with TF Text's WordPiece kernels, and "
-            f"{settings.encoder_handle} has a SentencePiece vocabulary: --export_format=savedmodel")
+            f"`export_format`=litert tokenizes with TF Text's WordPiece kernels, and "
+            f"{settings.encoder_handle} has a SentencePiece vocabulary: `export_format`=savedmodel")
 
 
 def export(task, core, what_next=True):
@@ -240,7 +240,7 @@ def build_core(task):
         encoder = hub.encoder_layer(run_.handles[0], trainable=True, on_tpu=run_.on_tpu)
         limit, longest = hub.position_limit(encoder), task.longest_sequence()
         if limit is not None and longest > limit:
-            raise UsageError(f"--max_seq_length={longest} is more than the {limit} positions "
+            raise UsageError(f"`max_seq_length`={longest} is more than the {limit} positions "
                              f"of the encoder {run_.handles[0]}")
         return task.build_core(encoder)
 

@@ -166,9 +166,9 @@ def start_run(mode, settings: RunSettings, padding, modes=MODES):
     `padding` is the training batches' policy ("fixed" when every batch has one shape).
     """
     if mode not in modes:
-        raise UsageError(f"--mode must be one of {modes}, not {mode!r}")
+        raise UsageError(f"`mode` must be one of {modes}, not {mode!r}")
     if not settings.model_dir:
-        raise UsageError("--model_dir is required")
+        raise UsageError("`model_dir` is required")
     precision.check_export_cpu(settings.export_precision)
     fusion.resolve(settings.xla_fusion, padding, accelerators=0,  # a bad value fails first
                    steps_per_execution=settings.steps_per_execution)

@@ -74,7 +74,7 @@ def restore_newest(checkpoint, model_dir, kind=LATEST):
     if paths:
         raise UsageError(f"{directory(model_dir, kind)}: no readable checkpoint (tried "
                          f"{', '.join(fs.basename(p) for p in paths)}); train again in a "
-                         "new --model_dir")
+                         "new `model_dir`")
     return None
 
 

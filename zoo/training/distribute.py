@@ -27,8 +27,8 @@ def _tpu_strategy(tpu):
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
             tpu="" if tpu in (None, "local") else tpu)
     except ValueError as e:
-        raise UsageError(f"no TPU found ({e}); on a Cloud TPU VM pass --tpu=local, elsewhere "
-                         "--tpu=NAME or --tpu=grpc://HOST:8470") from None
+        raise UsageError(f"no TPU found ({e}); on a Cloud TPU VM pass `tpu`=local, elsewhere "
+                         "`tpu`=NAME or `tpu`=grpc://HOST:8470") from None
     if tpu not in (None, "local"):
         tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)

@@ -32,7 +32,7 @@ def depths(variables):
         if found:
             layer_of[id(v)] = int(found.group(1))
     if not layer_of:
-        raise UsageError("--layer_decay and --reinit_layers need an encoder whose weights name "
+        raise UsageError("`layer_decay` and `reinit_layers` need an encoder whose weights name "
                          "their layer (transformer_<i>/ or layer_<i>/); this one's do not "
                          f"(e.g. {variables[0].name if variables else 'no weights'})")
     layers = max(layer_of.values()) + 1
@@ -49,7 +49,7 @@ def decayed_rates(variables, decay):
     """{id(variable): learning-rate multiplier} of the encoder's `variables` under layer-wise
     decay `decay` (in (0, 1]; 1: none)."""
     if not 0 < decay <= 1:
-        raise UsageError(f"--layer_decay must be in (0, 1], not {decay}")
+        raise UsageError(f"`layer_decay` must be in (0, 1], not {decay}")
     found, layers = depths(variables)
     return {key: decay ** (layers + 1 - depth) for key, depth in found.items()}
 
@@ -59,7 +59,7 @@ def reinitialize_top(variables, count, seed=0):
     module docstring); returns the names of the variables it changed."""
     found, layers = depths(variables)
     if count > layers:
-        raise UsageError(f"--reinit_layers={count}: the encoder has {layers} layers")
+        raise UsageError(f"`reinit_layers`={count}: the encoder has {layers} layers")
     rng = np.random.default_rng(seed)
     changed = []
     for v in variables:

@@ -320,7 +320,7 @@ class _Loop:
             f"{where}: {what}; training stopped, and nothing after "
             + (f"the last checkpoint (step {saved})" if saved else "the start")
             + " was saved. Likely causes: a learning rate too high for this model (lower "
-            "--learning_rate or raise --warmup_proportion), or labels or scores out of range"
+            "`learning_rate` or raise `warmup_proportion`), or labels or scores out of range"
             + "".join(f". {hint}" for hint in self.hints))
 
     def _epoch_record(self, epoch, losses):

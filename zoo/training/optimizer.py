@@ -200,10 +200,10 @@ def optimizer_for(settings, total_steps, xla_fusion=False, head_variables=(),
     with XLA when the run fuses (`xla_fusion`, see `zoo.compute.fusion`)."""
     split = settings.head_learning_rate_multiplier != 1.0 or settings.frozen_encoder_steps
     if split and not head_variables:
-        raise UsageError("--head_learning_rate_multiplier and --frozen_encoder_steps need a "
+        raise UsageError("`head_learning_rate_multiplier` and `frozen_encoder_steps` need a "
                          "model with a head beside its encoder")
     if settings.frozen_encoder_steps and settings.frozen_encoder_steps >= total_steps:
-        raise UsageError(f"--frozen_encoder_steps={settings.frozen_encoder_steps} leaves no "
+        raise UsageError(f"`frozen_encoder_steps`={settings.frozen_encoder_steps} leaves no "
                          f"step of the {total_steps} to train the encoder")
     return create_optimizer(settings.learning_rate, total_steps,
                             int(total_steps * settings.warmup_proportion), settings.decay,

@@ -94,8 +94,8 @@ def check_resume(model_dir, current, allow_changed_settings=False):
         raise UsageError(
             f"{model_dir} holds a run with other settings; resuming it would mix them:\n  "
             + "\n  ".join(changed)
-            + "\nUse a new --model_dir, rerun with the old settings (MODEL_DIR/flags.txt), or "
-              "pass --allow_changed_settings to go on with the new ones.")
+            + "\nUse a new `model_dir`, rerun with the old settings (MODEL_DIR/flags.txt), or "
+              "pass `allow_changed_settings` to go on with the new ones.")
     for line in changed:
         logging.warning("resuming %s with a changed setting: %s", model_dir, line)
         print(f"warning: resuming with a changed setting: {line}")

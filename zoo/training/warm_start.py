@@ -52,13 +52,13 @@ class Source:
         if self.record is None:
             found = "a checkpoint but no run.json" if checkpoints.newest_first(path) else \
                 "no run.json"
-            raise UsageError(f"--init_from={path}: {found}; --init_from takes a model dir that "
+            raise UsageError(f"`init_from`={path}: {found}; `init_from` takes a model dir that "
                              "zoo trained (it reads the encoder, task and outputs from its "
                              "run.json)")
         best = checkpoints.newest_first(path, checkpoints.BEST)
         found = best or checkpoints.newest_first(path)
         if not found:
-            raise UsageError(f"--init_from={path}: no checkpoint in "
+            raise UsageError(f"`init_from`={path}: no checkpoint in "
                              f"{checkpoints.directory(path)}; train it first")
         self.checkpoint, self.which = found[0], "best" if best else "newest"
         self.multitask = self.record.get("task") == MULTITASK
@@ -67,12 +67,12 @@ class Source:
     def _check_task(self):
         if not self.multitask:
             if self.task:
-                raise UsageError(f"--init_from_task={self.task}: {self.path} is a "
+                raise UsageError(f"`init_from_task`={self.task}: {self.path} is a "
                                  f"{self.record.get('task')} model dir, not a multi-task one")
             return
         names = sorted(self.record.get("outputs") or {})
         if self.task and self.task not in names:
-            raise UsageError(f"--init_from_task={self.task}: {self.path} has the tasks "
+            raise UsageError(f"`init_from_task`={self.task}: {self.path} has the tasks "
                              f"{', '.join(names)}")
 
     @property
@@ -109,9 +109,9 @@ class Source:
         a, b = vocabulary_digest(ours), vocabulary_digest(theirs)
         if a and b and a != b:
             raise UsageError(
-                f"--init_from={self.path}: its encoder {theirs_handle} has another vocabulary "
+                f"`init_from`={self.path}: its encoder {theirs_handle} has another vocabulary "
                 f"than this run's encoder {settings.encoder_handle} ({ours}); the weights "
-                "would read other tokens. Train from the same encoder (leave --encoder_handle "
+                "would read other tokens. Train from the same encoder (leave `encoder_handle` "
                 "unset to take the source's)")
 
     def head_decision(self, task_name, outputs, names=None):
@@ -147,7 +147,7 @@ class Source:
             status.assert_existing_objects_matched()
         except (ValueError, AssertionError) as e:
             raise UsageError(
-                f"--init_from={self.path}: {self.checkpoint} does not fit this run's "
+                f"`init_from`={self.path}: {self.checkpoint} does not fit this run's "
                 f"{' and '.join(part for part, layer in layers.items() if layer is not None)} "
                 f"({stages.first_line(e)}); the source was trained with encoder "
                 f"{self.record.get('encoder_handle')}, this run has {self.encoder}: train "
@@ -205,8 +205,8 @@ def begin(settings, training):
     (eval, predict, export), takes the handles its own run.json recorded and never reads the
     source."""
     if fs.absolute(settings.init_from).rstrip("/") == fs.absolute(settings.model_dir).rstrip("/"):
-        raise UsageError(f"--init_from={settings.init_from} is this run's --model_dir; to "
-                         "resume it, leave --init_from out")
+        raise UsageError(f"`init_from`={settings.init_from} is this run's `model_dir`; to "
+                         "resume it, leave `init_from` out")
     own = run_record.load(settings.model_dir)
     if checkpoints.newest_first(settings.model_dir) or not training:
         if own is not None:
@@ -242,13 +242,13 @@ class ExportSource:
         modules = getattr(loaded, "signature_modules", None)
         signature = task or "serving_default"
         if not modules or signature not in modules:
-            raise UsageError(f"--init_from={path}: not a zoo export with a signature "
+            raise UsageError(f"`init_from`={path}: not a zoo export with a signature "
                              f"{signature!r} (its signatures: {', '.join(loaded.signatures)})")
         module = modules[signature]
         self.values = {v.name: v for v in getattr(module, "resources", [])
                        if isinstance(v, tf.Variable) and v.dtype.is_floating}
         if not any(name.startswith("bert_encoder/transformer") for name in self.values):
-            raise UsageError(f"--init_from={path}: this export holds no encoder weights as "
+            raise UsageError(f"`init_from`={path}: this export holds no encoder weights as "
                              "variables (a bf16 export keeps them as constants); start from its "
                              "model dir or an fp32 export")
         names = getattr(module, "label_names", getattr(module, "tag_names", None))
@@ -270,7 +270,7 @@ class ExportSource:
         ours = hub.resolve_handles(settings.encoder_handle, settings.preprocessor_handle)[0]
         a, b = vocabulary_digest(ours, "vocab.txt"), vocabulary_digest(self.path, "vocab.txt")
         if a and b and a != b:
-            raise UsageError(f"--init_from={self.path}: the export's vocabulary is not the one "
+            raise UsageError(f"`init_from`={self.path}: the export's vocabulary is not the one "
                              f"of this run's encoder {settings.encoder_handle} ({ours})")
 
     def head_decision(self, task_name, outputs, names=None):
@@ -298,7 +298,7 @@ class ExportSource:
                 if found is None or found.shape != variable.shape:
                     what = "no such weight" if found is None else f"shape {found.shape}"
                     raise UsageError(
-                        f"--init_from={self.path}: {variable.name} {variable.shape} of this "
+                        f"`init_from`={self.path}: {variable.name} {variable.shape} of this "
                         f"run's encoder {self.encoder}: {what} in the export; train from the "
                         "encoder the export was trained from")
                 variable.assign(found)
