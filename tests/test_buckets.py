@@ -152,7 +152,7 @@ def test_an_unknown_scheme_is_one_error_and_makes_no_folder(bucket, tmp_path, mo
     for flag, value in (("model_dir", "gcs://b/runs/m"), ("train_file", "s3://b/train.csv")):
         values = dict(SETTINGS, **{"model_dir": f"{bucket}/runs/refused",
                                    "train_file": f"{bucket}/data/dev.csv", flag: value})
-        with pytest.raises(UsageError, match=f"^--{flag} must be a local path or one on a file "
+        with pytest.raises(UsageError, match=f"^{flag} must be a local path or one on a file "
                                              "system this TensorFlow serves .*ram://"):
             table.run("classify", "train", **values)
     result = zoo_inline("train", "classify", "--model_dir=gcs://b/runs/m",

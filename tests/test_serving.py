@@ -16,7 +16,6 @@ import tensorflow as tf
 from tests.helpers import ROOT
 from zoo import serving
 from zoo.cli import serve_predict
-from zoo.data import squad_windows, tagging
 from zoo.export import savedmodel
 from zoo.model import cores
 
@@ -109,31 +108,6 @@ def test_bad_inputs_name_the_input_or_the_line(pair_export):
     result = _python("-m", "zoo.serving", pair_export, stdin="a\tb\nonly one\n")
     assert result.returncode != 0 and "Traceback" not in result.stderr
     assert "error: stdin:2: 1 text(s), but the model takes text_a, text_b" in result.stderr
-
-
-def test_tagging_and_squad_exports_give_entities_and_answers(tiny_hub, tmp_path):
-    packer = cores.TextPacker(tiny_hub + "/preprocessor", seq_length=24)
-    vocab = tagging.TagVocab(["O", "B-LOC", "I-LOC", "B-PER", "I-PER"])
-    tagger = savedmodel.save(str(tmp_path / "ner"), {"serving_default": savedmodel.TaggingServing(
-        cores.tagging_core(tiny_hub + "/encoder", len(vocab)),
-        tagging.TagWindower(packer, 24, 8), vocab)})
-    texts = ["John lives in New York.", "A long sentence " * 8 + "in Paris."]
-    rows = serving.load(tagger).predict(texts)
-    assert len(rows) == 2
-    for text, row in zip(texts, rows):
-        assert len(row["tags"]) == len(row["word_start"]) == len(row["word_end"])
-        assert all(t in vocab.tags for t in row["tags"])
-        for entity in row["entities"]:  # an untrained model tags at random: check the form
-            assert text[entity["start"]:entity["end"]] == entity["text"]
-            assert entity["type"] in vocab.types and 0 < entity["score"] <= 1
-    squad = savedmodel.save(str(tmp_path / "squad"), {"serving_default": savedmodel.SpanServing(
-        cores.span_core(tiny_hub + "/encoder"), squad_windows.Windower(packer, 48, 16, 12))})
-    questions = [{"question": "Where?", "context": "It is in Paris, the capital of France."},
-                 {"question": "Who?", "context": "Mary met John. " * 6}]
-    model = serving.load(squad)
-    assert model.input_names == ["question", "context"]
-    for question, row in zip(questions, model.predict(questions)):
-        assert question["context"][row["start"]:row["end"]] == row["answer"]
 
 
 def test_the_api_refuses_what_it_cannot_predict_and_reads_bytes(pair_export):

@@ -132,7 +132,7 @@ def test_squad_2_questions_may_be_unanswerable(tmp_path):
 def test_an_unanswerable_question_in_v1_data_and_one_with_answers_are_errors(tmp_path):
     with pytest.raises(DataError, match=r"qas\[1\] \(id u\): an unanswerable question "
                                         r"\(is_impossible\) in SQuAD v1.1 data; for SQuAD 2.0 "
-                                        "pass --version_2_with_negative"):
+                                        "pass version_2_with_negative"):
         squad.read_squad(_v2_file(tmp_path, [ANSWERABLE, UNANSWERABLE]))
     bad = dict(ANSWERABLE, id="b", is_impossible=True)
     with pytest.raises(DataError, match=r"v2.json: data\[0\].paragraphs\[0\].qas\[0\] \(id b\): "

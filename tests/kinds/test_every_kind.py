@@ -39,32 +39,45 @@ def _same_rows(predicted, served, keys):
             assert got[key] == pytest.approx(row[key], abs=1e-4), (key, row, got)
 
 
-def _class_rows(output, served):
+def _class_rows(output, served, inputs):
+    del inputs
     _same_rows(_lines(output), served, ("label", "probabilities"))
 
 
-def _labels_rows(output, served):
+def _labels_rows(output, served, inputs):
+    del inputs
     _same_rows(_lines(output), served, ("labels", "probabilities"))
 
 
-def _score_rows(output, served):
+def _score_rows(output, served, inputs):
+    del inputs
     _same_rows(_lines(output), served, ("score",))
 
 
-def _answers(output, served):
+def _answers(output, served, inputs):
+    """The same answers, each where the export says it is in its context."""
     with open(output, encoding="utf-8") as f:
         answers = json.load(f)
     assert list(answers.values()) == [row["answer"] for row in served]
+    for item, row in zip(inputs, served):
+        assert item["context"][row["start"]:row["end"]] == row["answer"]
 
 
-def _tags(output, served):
+def _tags(output, served, inputs):
+    """The same tag for each word; each entity where the export says it is in its text."""
     with open(output, encoding="utf-8") as f:
         sentences = f.read().strip("\n").split("\n\n")
     assert [[line.split("\t")[1] for line in s.split("\n")] for s in sentences] == \
         [row["tags"] for row in served]
+    for text, row in zip(inputs, served):
+        assert len(row["tags"]) == len(row["word_start"]) == len(row["word_end"])
+        for entity in row["entities"]:
+            assert text[entity["start"]:entity["end"]] == entity["text"]
+            assert entity["type"] in ("PER", "LOC") and 0 < entity["score"] <= 1
 
 
-# What predict writes ({task class: (output file name, check against zoo.serving's rows)}).
+# What predict writes ({task class: (output file name, check(output, zoo.serving's rows,
+# inputs))}).
 AGREES = {classification.Classification: ("predictions.jsonl", _class_rows),
           regression.Regression: ("predictions.jsonl", _score_rows),
           multilabel.MultiLabel: ("predictions.jsonl", _labels_rows),
@@ -149,7 +162,7 @@ def test_the_export_serves_what_predict_wrote_and_tf_serving_would_load_it(lifec
     export = _export(lifecycle)
     served = serving.load(export).predict(lifecycle["inputs"])
     assert len(served) == len(lifecycle["inputs"])
-    agrees(output, served)
+    agrees(output, served, lifecycle["inputs"])
     report = conformance.check(export)
     assert report["ok"] and report["problems"] == [], report
 

@@ -4,10 +4,11 @@ import dataclasses
 import pytest
 
 from zoo.base.errors import UsageError
-from zoo.base.fields import check_fields, flag_fields
+from zoo.base.fields import check_fields, flag_fields, group_of
 from zoo.compute import precision
-from zoo.kinds import classification, squad
-from zoo.run.settings import RunSettings, start_run
+from zoo.kinds import classification, multitask, squad
+from zoo.kinds.table import KINDS
+from zoo.run.settings import GROUPS, RunSettings, start_run
 
 
 def test_every_flag_field_has_help_and_enums_have_their_default_among_the_choices():
@@ -21,6 +22,23 @@ def test_every_flag_field_has_help_and_enums_have_their_default_among_the_choice
     assert not names & {"padding", "bad_rows", "dedupe", "dropout", "label_map", "pair"}
     assert {"doc_stride", "max_query_length", "shuffle_buffer"} <= names
     assert "devices" not in names  # set by code only
+
+
+def test_every_setting_of_every_kind_is_in_one_group():
+    for settings_class in {kind.settings for kind in KINDS.values()} | {multitask.Settings}:
+        for field in dataclasses.fields(settings_class):
+            assert field.metadata["group"] in GROUPS, (settings_class, field.name)
+
+
+def test_a_group_gives_its_settings_and_names_itself_for_another_groups():
+    settings = classification.Settings(model_dir="m", learning_rate=3e-3, pooling="mean")
+    trainer = group_of(settings, "trainer")
+    assert (trainer.learning_rate, trainer.padding) == (3e-3, "bucketed")
+    assert group_of(settings, "model").pooling == "mean"
+    with pytest.raises(AttributeError, match="pooling is not a setting of the trainer group"):
+        trainer.pooling  # noqa: B018  (the read is the test)
+    names = [set(vars(group_of(settings, g))) - {"_name"} for g in GROUPS]
+    assert sum(len(n) for n in names) == len(dataclasses.fields(settings))  # each in one
 
 
 def test_a_task_changes_a_default_once_and_keeps_the_help():

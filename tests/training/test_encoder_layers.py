@@ -4,6 +4,7 @@ import pytest
 import tensorflow as tf
 
 from zoo.base.errors import UsageError
+from zoo.base.fields import group_of
 from zoo.model import hub
 from zoo.model.cores import classifier_core, encoder_variables
 from zoo.run.settings import RunSettings
@@ -31,8 +32,8 @@ def test_depths_and_decayed_rates_follow_the_layers(core):
     assert named["bert_encoder/transformer_1/output/bias:0"] == 0.5
     assert named["bert_encoder/transformer_0/query/kernel:0"] == 0.25
     assert named["bert_encoder/embeddings/word_embeddings:0"] == 0.125
-    settings = RunSettings(model_dir="unused", layer_decay=0.5)
-    optimizer = optimizer_for(settings, 10, encoder_variables=variables)
+    optimizer = optimizer_for(group_of(RunSettings(model_dir="unused", layer_decay=0.5),
+                                       "trainer"), 10, encoder_variables=variables)
     assert len(optimizer._rates) == len(variables) - 2  # all but the pooler's (rate 1)
 
 

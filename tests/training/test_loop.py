@@ -120,31 +120,34 @@ def test_summaries_and_restore_model(tmp_path):
         checkpoints.restore_model(fresh, str(tmp_path / "nothing"))
 
 
-def test_plan_epochs_needs_at_least_one_batch():
+def _trainer(**values):
+    """The trainer group of a run's settings (what `plan_epochs` takes)."""
+    from zoo.base.fields import group_of
     from zoo.run.settings import RunSettings
-    settings = RunSettings(model_dir="unused", train_batch_size=8, num_train_epochs=3)
-    assert loop.plan_epochs(100, settings) == (12, 3, 36, 4)
+    return group_of(RunSettings(model_dir="unused", **values), "trainer")
+
+
+def test_plan_epochs_needs_at_least_one_batch():
+    assert loop.plan_epochs(100, _trainer(train_batch_size=8, num_train_epochs=3)) == \
+        (12, 3, 36, 4)
     with pytest.raises(ValueError, match="7 training windows is less than one batch of 8"):
-        loop.plan_epochs(7, settings, "windows")
-    settings.num_train_epochs = 0
+        loop.plan_epochs(7, _trainer(train_batch_size=8), "windows")
     with pytest.raises(ValueError, match="num_train_epochs must be more than 0"):
-        loop.plan_epochs(100, settings)
+        loop.plan_epochs(100, _trainer(train_batch_size=8, num_train_epochs=0))
 
 
 def test_the_examples_an_epoch_leaves_out_are_said_once():
-    from zoo.run.settings import RunSettings
-    plan = loop.plan_epochs(39, RunSettings(model_dir="unused", train_batch_size=8))
+    plan = loop.plan_epochs(39, _trainer(train_batch_size=8))
     assert plan.left_out == 7 and plan.note("windows").startswith(
         "each epoch is 4 whole batches: 7 of the training windows are left out of each")
-    assert loop.plan_epochs(40, RunSettings(model_dir="unused", train_batch_size=8)).note() is None
+    assert loop.plan_epochs(40, _trainer(train_batch_size=8)).note() is None
 
 
 def test_a_fraction_of_an_epoch_is_trained_not_rounded_away():
-    from zoo.run.settings import RunSettings
-    settings = RunSettings(model_dir="unused", train_batch_size=8, num_train_epochs=2.5)
-    assert loop.plan_epochs(96, settings) == (12, 3, 30, 0)  # half of the third epoch
-    settings.num_train_epochs = 0.25
-    assert loop.plan_epochs(96, settings) == (12, 1, 3, 0)
+    assert loop.plan_epochs(96, _trainer(train_batch_size=8, num_train_epochs=2.5)) == \
+        (12, 3, 30, 0)  # half of the third epoch
+    assert loop.plan_epochs(96, _trainer(train_batch_size=8, num_train_epochs=0.25)) == \
+        (12, 1, 3, 0)
 
 
 def test_fit_stops_inside_the_last_epoch_and_resumes_there(tmp_path):
@@ -164,14 +167,13 @@ def test_fit_stops_inside_the_last_epoch_and_resumes_there(tmp_path):
 
 
 def test_max_train_steps_caps_training():
-    from zoo.run.settings import RunSettings
-    settings = RunSettings(model_dir="unused", train_batch_size=8, num_train_epochs=3,
-                           max_train_steps=5)
-    assert loop.plan_epochs(100, settings)[:3] == (12, 1, 5)  # one short epoch
-    settings.max_train_steps = 30
-    assert loop.plan_epochs(100, settings)[:3] == (12, 3, 30)  # exactly 30: no rounding
-    settings.max_train_steps = 1000
-    assert loop.plan_epochs(100, settings)[:3] == (12, 3, 36)  # the epochs come first
+    def plan(max_train_steps):
+        return loop.plan_epochs(100, _trainer(train_batch_size=8, num_train_epochs=3,
+                                              max_train_steps=max_train_steps))[:3]
+
+    assert plan(5) == (12, 1, 5)  # one short epoch
+    assert plan(30) == (12, 3, 30)  # exactly 30: no rounding
+    assert plan(1000) == (12, 3, 36)  # the epochs come first
 
 
 def test_fit_runs_its_steps_and_evaluations_in_the_precisions_it_is_given(tmp_path):

@@ -5,6 +5,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from zoo.base.errors import UsageError
+from zoo.base.fields import group_of
 from zoo.model import cores
 from zoo.run.settings import RunSettings
 from zoo.training.optimizer import WarmupDecay, create_optimizer, optimizer_for
@@ -140,19 +141,20 @@ def test_head_variables_are_those_outside_the_encoder(tiny_hub):
     assert len(both) == 4
 
 
+def _trainer(**values):
+    return group_of(RunSettings(model_dir="unused", **values), "trainer")
+
+
 def test_optimizer_for_checks_its_settings():
-    settings = RunSettings(model_dir="unused", head_learning_rate_multiplier=5.0)
     with pytest.raises(UsageError, match="need a model with a head"):
-        optimizer_for(settings, 100, head_variables=[])
+        optimizer_for(_trainer(head_learning_rate_multiplier=5.0), 100, head_variables=[])
     with pytest.raises(UsageError, match="above 0"):
-        optimizer_for(RunSettings(model_dir="unused", head_learning_rate_multiplier=0.0), 100,
+        optimizer_for(_trainer(head_learning_rate_multiplier=0.0), 100,
                       head_variables=[tf.Variable(1.0)])
     with pytest.raises(UsageError, match="leaves no step"):
-        optimizer_for(RunSettings(model_dir="unused", frozen_encoder_steps=100), 100,
-                      head_variables=[tf.Variable(1.0)])
-    optimizer = optimizer_for(RunSettings(model_dir="unused", frozen_encoder_steps=10,
-                                          head_learning_rate_multiplier=5.0), 100,
-                              head_variables=[tf.Variable(1.0)])
+        optimizer_for(_trainer(frozen_encoder_steps=100), 100, head_variables=[tf.Variable(1.0)])
+    optimizer = optimizer_for(_trainer(frozen_encoder_steps=10, head_learning_rate_multiplier=5.0),
+                              100, head_variables=[tf.Variable(1.0)])
     assert (optimizer.head_multiplier, optimizer.frozen_encoder_steps) == (5.0, 10)
 
 

@@ -42,11 +42,14 @@ class Range:
 
 
 def setting(default, help, choices=None, flag=True, low=None, high=None,
-            low_open=False, high_open=False, check=None, path=False):
+            low_open=False, high_open=False, check=None, path=False, group=None):
     """A settings field: its default, help text, (for an enum) its choices and (for a number)
     its range: `low` and `high` are included unless `low_open` / `high_open`. A float field is
     always checked to be finite. `check(value)` may return what is wrong with a value (a
     phrase: "one character"), or None.
+
+    `group`: which part of a run reads it (`zoo.run.settings.GROUPS`: model, data, trainer,
+    runtime, export, output); a layer takes the group it uses (`group_of`), not every setting.
 
     `path=True` marks a path a user gives (a file, glob, folder or model dir; comma-separated
     paths too): its scheme must be one a file system serves (`zoo.base.fs.problem`).
@@ -59,7 +62,34 @@ def setting(default, help, choices=None, flag=True, low=None, high=None,
               if low is not None or high is not None else None)
     return dataclasses.field(default=default, metadata=dict(
         help=help, choices=tuple(choices) if choices else None, flag=flag, range=bounds,
-        check=check))
+        check=check, group=group))
+
+
+class Group:
+    """The settings of one group (`group_of`), read as attributes; a setting of another group
+    is an AttributeError that names the group, so a layer cannot reach past what it takes.
+
+    Args:
+        name: the group's name.
+        values: {setting: value} of the group.
+    """
+
+    def __init__(self, name, values):
+        self.__dict__.update(values)
+        self._name = name
+
+    def __getattr__(self, key):  # (only for a name that is not a setting of the group)
+        raise AttributeError(f"{key} is not a setting of the {self._name} group")
+
+    def __repr__(self):
+        values = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if k != "_name")
+        return f"Group({self._name}: {values})"
+
+
+def group_of(settings, name):
+    """The `Group` of `settings`' fields declared with `group=name`."""
+    return Group(name, {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)
+                        if f.metadata.get("group") == name})
 
 
 def override(base, name, default, help=None, flag=None):

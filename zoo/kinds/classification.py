@@ -48,67 +48,67 @@ PADDINGS = ("bucketed", "dynamic", "fixed")
 class Settings(RunSettings):
     """Settings of tasks on labelled text: the common ones plus pairs, padding, labels, bad rows."""
 
-    pair: bool = setting(False, "two texts per example (text_a, text_b)", flag=False)
+    pair: bool = setting(False, "two texts per example (text_a, text_b)", flag=False, group="model")
     dropout: float = setting(0.1, "Dropout rate of the head (on the pooled vector).",
-                             low=0, high=1, high_open=True)
+                             low=0, high=1, high_open=True, group="model")
     pooling: str = setting(
         "auto", "The vector per text the head reads: cls (the encoder's pooled_output, its "
         "pooler on [CLS]), mean (the mean of sequence_output over the real tokens; what "
         "sentence-embedding models such as all-MiniLM-L6-v2 were trained for), cls_mean "
         "(both, concatenated) or auto: the one the encoder was trained for (mean for the "
         "default MiniLM, cls for other BERTs; zoo.model.hub.default_pooling), or, for a model dir "
-        "that was trained, the one it was trained with.", choices=("auto",) + POOLINGS)
+        "that was trained, the one it was trained with.", choices=("auto",) + POOLINGS, group="model")
     padding: str = setting(
         "bucketed", "bucketed: cut each batch to its longest text, and make training batches "
         "of texts of similar length (least padding; rows are still shuffled, batches within "
         "windows of 50 batches); dynamic: cut each batch to its longest text; fixed: always "
         "pad to --max_seq_length. dynamic and fixed train on the same batches.",
-        choices=PADDINGS)
-    label_map: str = setting("", "names for raw labels, '-1:negative,...'", flag=False)
+        choices=PADDINGS, group="trainer")
+    label_map: str = setting("", "names for raw labels, '-1:negative,...'", flag=False, group="model")
     class_weights: str = setting(
         "none", "Weights of the classes in the training loss: none (every example counts the "
         "same); balanced (class c weighs rows / (classes x rows of c) in the training data, so "
         "a rare class counts as much as a common one); or a JSON file {label: weight} (raw "
-        "labels or names; others weigh 1). Reported in train_results.json.")
+        "labels or names; others weigh 1). Reported in train_results.json.", group="trainer")
     bad_rows: str = setting(
         "error", "A bad row (malformed, wrong column count, missing column, empty text, "
         "unknown label, invalid UTF-8...): 'error' stops with file, line and problem; 'skip' "
         "goes on, writes each rejected row and its reason to "
         "MODEL_DIR/rejected_rows_<split>.jsonl, and in predict gives it an output row with an "
         "'error' field. --mode=check_data always reports every bad row.",
-        choices=check.BAD_ROW_POLICIES)
-    dedupe: bool = setting(False, "Drop training rows whose text repeats an earlier row's.")
+        choices=check.BAD_ROW_POLICIES, group="data")
+    dedupe: bool = setting(False, "Drop training rows whose text repeats an earlier row's.", group="data")
     shuffle_buffer: int = setting(
         DEFAULT_SHUFFLE_BUFFER, "Rows in the training shuffle buffer (shards are read as "
-        "streams, interleaved, and shuffled through this buffer).", low=1)
+        "streams, interleaved, and shuffled through this buffer).", low=1, group="data")
     output_file: str = override(RunSettings, "output_file", None,
                                 "Predictions file (.csv or .jsonl) for --mode=predict; "
                                 "explanations (.jsonl) for --mode=explain.")
     top_k: int = setting(
         0, "Class tasks: --mode=predict also writes the N most probable classes of each row "
         "and their probabilities (0: the most probable only). The export's top_k signature "
-        "gives a request's row that asks for 0 this many (every class when 0).", low=0)
+        "gives a request's row that asks for 0 this many (every class when 0).", low=0, group="output")
     temperature_scaling: bool = setting(
         True, "Class models: after training, fit a temperature on the eval split (one number "
         "that divides the logits, chosen to minimise the eval rows' negative log-likelihood; "
         "it never changes a label) so that a score of 0.9 is right about 90% of the time; "
         "predict and the export apply it (MODEL_DIR/temperature.json). With no eval split "
-        "nothing is fitted. --notemperature_scaling keeps the model's own softmax.")
+        "nothing is fitted. --notemperature_scaling keeps the model's own softmax.", group="trainer")
     min_score: float = setting(
         0.0, "Class models: a row whose score (its class's probability, calibrated) is below "
         "this gets no label (null in JSONL, empty in CSV) and keeps its scores. The export's "
         "min_score signature takes one per row (0 there: this value). eval_results.json's "
         "`calibration.coverage` gives the accuracy of the rows each score keeps.",
-        low=0, high=1)
+        low=0, high=1, group="output")
     export_explain: bool = setting(
         False, "Give the export an `explain` signature (attributions per word, "
         "zoo.export.explain) beside serving_default. Off by default: its graph (the model's "
         "gradients) makes the export slower to load in a new process (zoo.serving, "
-        "zoo serve-predict).")
+        "zoo serve-predict).", group="export")
     explain_steps: int = setting(
         DEFAULT_STEPS, "Integration points of integrated gradients in --mode=explain and the "
         "export's explain signature (zoo.export.explain); more is closer to exact and slower.",
-        low=2, high=1024)
+        low=2, high=1024, group="output")
     learning_rate: float = override(
         RunSettings, "learning_rate", 1e-4,
         "Peak learning rate of AdamW (after warmup). The default was chosen on validation data "

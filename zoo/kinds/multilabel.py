@@ -36,10 +36,10 @@ class Settings(classification.Settings):
 
     label_separator: str = setting(
         ",", "Multi-label (--task_type=multi_label): what separates the classes in a row's "
-        "label column.")
+        "label column.", group="model")
     threshold: float = setting(
         0.5, "Multi-label: a class is predicted when its probability is at least this (for "
-        "every class).", low=0, high=1, low_open=True, high_open=True)
+        "every class).", low=0, high=1, low_open=True, high_open=True, group="model")
 
 
 def binary_cross_entropy(targets, logits):

@@ -24,7 +24,7 @@ from typing import Optional
 
 from zoo.base import fs
 from zoo.base.errors import UsageError
-from zoo.base.fields import check_fields, override, setting
+from zoo.base.fields import check_fields, group_of, override, setting
 from zoo.base.files import load_json, save_json
 from zoo.data.sources import MissingSplit
 from zoo.kinds.table import KINDS
@@ -45,19 +45,20 @@ BEST_FILE = "best_per_task.json"
 class Settings(RunSettings):
     """A multi-task run: the common settings (every task's), the tasks and their sampling."""
 
-    tasks: Optional[dict] = setting(None, "{task name: spec} (see zoo.kinds.multitask)", flag=False)
-    tasks_file: str = setting("", "where the task specs came from (for messages)", flag=False)
+    tasks: Optional[dict] = setting(None, "{task name: spec} (see zoo.kinds.multitask)", flag=False,
+                                    group="model")
+    tasks_file: str = setting("", "where the task specs came from (for messages)", flag=False, group="model")
     task_sampling: str = setting(
         "proportional", "Which task each training step takes its batch from: proportional "
         "(to the tasks' training examples), uniform, or temperature (p ~ n^(1/T), "
-        "--temperature).", choices=SAMPLINGS)
+        "--temperature).", choices=SAMPLINGS, group="trainer")
     temperature: float = setting(2.0, "T of --task_sampling=temperature (1: proportional; "
-                                 "larger: closer to uniform).", low=0, low_open=True)
+                                 "larger: closer to uniform).", low=0, low_open=True, group="trainer")
     output_file: Optional[str] = override(
         RunSettings, "output_file", None, "--mode=predict: a directory; each task whose spec "
         "gives predict data (predict_file, or a GLUE data_dir) writes TASK/predictions.* in it.")
     pooling: Optional[dict] = setting(None, "{task name: its pooling} of the tasks that pool, "
-                                      "as resolved at the start of the run", flag=False)
+                                      "as resolved at the start of the run", flag=False, group="model")
 
 
 def _place(settings, name=None):
@@ -151,9 +152,10 @@ class MultiTask(Task):
             self.kinds[name] = kind
             self.tasks[name] = kind.task(runner.Run(run.mode, sub, run.strategy, run.compute),
                                          _reader(kind, data, sub, _place(self.settings, name)))
-        self.settings = dataclasses.replace(self.settings, pooling={
-            name: task.settings.pooling for name, task in self.tasks.items()
-            if hasattr(task.settings, "pooling")})  # recorded in run.json
+        poolings = {name: vars(group_of(task.settings, "model")).get("pooling")
+                    for name, task in self.tasks.items()}  # (the kinds that pool have one)
+        self.settings = dataclasses.replace(self.settings, pooling={  # recorded in run.json
+            name: pooling for name, pooling in poolings.items() if pooling is not None})
         self.probabilities = self.steps_per_epoch = None
         self._last = {}  # task name -> its last evaluation's results
         self._unchanged = set()  # tasks whose last results the next evaluation reuses

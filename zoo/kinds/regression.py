@@ -35,7 +35,7 @@ class Settings(classification.Settings):
 
     score_range: str = setting(
         "", "Regression (--task_type=regression): LOW,HIGH of valid scores, e.g. 0,5; a score "
-        "outside it is a bad row ('' for no range).")
+        "outside it is a bad row ('' for no range).", group="model")
 
 
 class Regression(classification.Classification):

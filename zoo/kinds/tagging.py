@@ -36,17 +36,17 @@ class Settings(RunSettings):
 
     doc_stride: int = setting(
         64, "Step, in wordpieces, between the windows of a sentence longer than "
-        "--max_seq_length (each word is tagged where it has the most context).", low=1)
+        "--max_seq_length (each word is tagged where it has the most context).", low=1, group="model")
     dropout: float = setting(0.1, "Dropout rate of the tagging head.", low=0, high=1,
-                             high_open=True)
+                             high_open=True, group="model")
     bad_rows: str = setting(
         "error", "A bad sentence (a token line without a tag, a tag that is not O/B-/I-, a tag "
         "the training data does not have, invalid UTF-8): 'error' stops with file, line and "
         "problem; 'skip' goes on, writes it and its reason to "
         "MODEL_DIR/rejected_rows_<split>.jsonl, and in predict writes it with an error line.",
-        choices=check.BAD_ROW_POLICIES)
+        choices=check.BAD_ROW_POLICIES, group="data")
     shuffle_buffer: int = setting(
-        20_000, "Sentences in the training shuffle buffer.", low=1)
+        20_000, "Sentences in the training shuffle buffer.", low=1, group="data")
     output_file: str = override(
         RunSettings, "output_file", None, "Predictions of --mode=predict: each token and its "
         "tag on a line (tab-separated), a blank line between sentences.")

@@ -20,7 +20,7 @@ import tf_keras as keras
 from zoo.base import fs
 from zoo.base import stages
 from zoo.base.errors import UsageError
-from zoo.base.fields import check_fields
+from zoo.base.fields import check_fields, group_of
 from zoo.base.files import save_json
 from zoo.compute import Compute, precision
 from zoo.data.text_files import DataError
@@ -305,11 +305,13 @@ def _train(task, evaluate_each_epoch):
             changed = encoder_layers.reinitialize_top(encoder_variables(core), s.reinit_layers,
                                                       s.seed)
         print(f"--reinit_layers={s.reinit_layers}: {len(changed)} weights drawn anew")
-    plan = loop.plan_epochs(data.count, s, data.unit)
+    trainer = group_of(s, "trainer")
+    plan = loop.plan_epochs(data.count, trainer, data.unit)
     if plan.note(data.unit) and run_.chief:
         print(f"note: {plan.note(data.unit)}")
     with run_.strategy.scope():
-        optimizer = zoo_optimizer.optimizer_for(s, plan.total_steps, run_.compute.xla_fusion,
+        optimizer = zoo_optimizer.optimizer_for(trainer, plan.total_steps,
+                                                run_.compute.xla_fusion,
                                                 head_variables(core), encoder_variables(core))
         metrics = task.train_metrics()
 

@@ -87,9 +87,9 @@ def _new_strategy(name, tpu, num_gpus, devices):
     return strategy
 
 
-def strategy_for(settings):
-    """The strategy a `zoo.run.settings.RunSettings` asks for."""
-    return make_strategy(settings.strategy, settings.tpu, settings.num_gpus, settings.devices)
+def strategy_for(runtime):
+    """The strategy a run's runtime settings (`zoo.base.fields.group_of`) ask for."""
+    return make_strategy(runtime.strategy, runtime.tpu, runtime.num_gpus, runtime.devices)
 
 
 def is_tpu(strategy):

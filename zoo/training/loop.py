@@ -40,26 +40,27 @@ class Plan(collections.namedtuple("Plan", "steps_per_epoch epochs total_steps le
                 "changes (a batch size that divides their number trains on all of them)")
 
 
-def plan_epochs(num_examples, settings, unit="examples"):
-    """The `Plan` for `num_examples` at the settings' global batch size (times its
-    `gradient_accumulation_steps`: a step is one update).
+def plan_epochs(num_examples, trainer, unit="examples"):
+    """The `Plan` for `num_examples` at the trainer settings' global batch size (times its
+    `gradient_accumulation_steps`: a step is one update; `trainer`: the run's trainer group,
+    `zoo.base.fields.group_of`).
 
     A fraction of an epoch is trained, never rounded away: 2.5 epochs of 12 steps are two
-    epochs and the first 6 steps of the third. `settings.max_train_steps` (if set) caps the
+    epochs and the first 6 steps of the third. `trainer.max_train_steps` (if set) caps the
     total exactly, cutting the last epoch short.
     """
-    accumulated = settings.gradient_accumulation_steps
-    batch = settings.train_batch_size * accumulated
+    accumulated = trainer.gradient_accumulation_steps
+    batch = trainer.train_batch_size * accumulated
     if num_examples < batch:
         raise UsageError(f"{num_examples} training {unit} is less than one batch of {batch}"
-                         + (f" ({settings.train_batch_size} x {accumulated} accumulated)"
+                         + (f" ({trainer.train_batch_size} x {accumulated} accumulated)"
                             if accumulated > 1 else ""))
-    if settings.num_train_epochs <= 0:
-        raise UsageError(f"num_train_epochs must be more than 0, not {settings.num_train_epochs}")
+    if trainer.num_train_epochs <= 0:
+        raise UsageError(f"num_train_epochs must be more than 0, not {trainer.num_train_epochs}")
     steps = num_examples // batch
-    total = max(1, round(settings.num_train_epochs * steps))
-    if settings.max_train_steps:
-        total = min(total, settings.max_train_steps)
+    total = max(1, round(trainer.num_train_epochs * steps))
+    if trainer.max_train_steps:
+        total = min(total, trainer.max_train_steps)
     return Plan(steps, math.ceil(total / steps), total, num_examples - steps * batch)
 
 

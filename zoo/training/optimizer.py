@@ -192,30 +192,31 @@ def create_optimizer(learning_rate, total_steps, warmup_steps, decay="linear", w
     return optimizer
 
 
-def optimizer_for(settings, total_steps, xla_fusion=False, head_variables=(),
+def optimizer_for(trainer, total_steps, xla_fusion=False, head_variables=(),
                   encoder_variables=()):
     """`create_optimizer` with a run's learning rate, warmup, decay, weight decay, head
-    multiplier, frozen encoder steps and layer-wise decay (`head_variables`: the core's
-    variables outside its encoder; `encoder_variables`: its encoder's); its update is compiled
-    with XLA when the run fuses (`xla_fusion`, see `zoo.compute.fusion`)."""
-    split = settings.head_learning_rate_multiplier != 1.0 or settings.frozen_encoder_steps
+    multiplier, frozen encoder steps and layer-wise decay (`trainer`: the run's trainer
+    settings, `zoo.base.fields.group_of`; `head_variables`: the core's variables outside its
+    encoder; `encoder_variables`: its encoder's); its update is compiled with XLA when the run
+    fuses (`xla_fusion`, see `zoo.compute.fusion`)."""
+    split = trainer.head_learning_rate_multiplier != 1.0 or trainer.frozen_encoder_steps
     if split and not head_variables:
         raise UsageError("`head_learning_rate_multiplier` and `frozen_encoder_steps` need a "
                          "model with a head beside its encoder")
-    if settings.frozen_encoder_steps and settings.frozen_encoder_steps >= total_steps:
-        raise UsageError(f"`frozen_encoder_steps`={settings.frozen_encoder_steps} leaves no "
+    if trainer.frozen_encoder_steps and trainer.frozen_encoder_steps >= total_steps:
+        raise UsageError(f"`frozen_encoder_steps`={trainer.frozen_encoder_steps} leaves no "
                          f"step of the {total_steps} to train the encoder")
-    return create_optimizer(settings.learning_rate, total_steps,
-                            int(total_steps * settings.warmup_proportion), settings.decay,
-                            settings.weight_decay, jit_compile=xla_fusion,
+    return create_optimizer(trainer.learning_rate, total_steps,
+                            int(total_steps * trainer.warmup_proportion), trainer.decay,
+                            trainer.weight_decay, jit_compile=xla_fusion,
                             head_variables=head_variables,
-                            head_multiplier=settings.head_learning_rate_multiplier,
-                            frozen_encoder_steps=settings.frozen_encoder_steps,
-                            variable_rates=_layer_rates(settings, encoder_variables))
+                            head_multiplier=trainer.head_learning_rate_multiplier,
+                            frozen_encoder_steps=trainer.frozen_encoder_steps,
+                            variable_rates=_layer_rates(trainer, encoder_variables))
 
 
-def _layer_rates(settings, encoder_variables):
-    decay = settings.layer_decay
+def _layer_rates(trainer, encoder_variables):
+    decay = trainer.layer_decay
     if decay == 1.0:
         return ()
     rates = encoder_layers.decayed_rates(encoder_variables, decay)

@@ -7,6 +7,7 @@ may run on weights that were never restored. `check_resume` stops such a rerun w
 what changed (unless the user allows it); `check_restore` stops a restore whose model differs
 from the trained one.
 """
+import dataclasses
 import json
 import os
 import subprocess
@@ -49,8 +50,9 @@ def describe(task, settings, outputs, data=None):
     """The record of a training run: its task, model (`outputs`: what the head predicts, e.g.
     the label list), schedule and data."""
     record = dict(task=task, outputs=outputs, data=data)
+    declared = {f.name for f in dataclasses.fields(settings)}  # (pooling: kinds that pool)
     for key in MODEL_KEYS + TRAINING_KEYS:
-        if key not in record and hasattr(settings, key):  # (pooling: tasks that pool)
+        if key not in record and key in declared:
             record[key] = getattr(settings, key)
     return record
 
