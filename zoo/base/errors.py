@@ -2,7 +2,7 @@
 
 A task run that ends with one of these prints one line, `error: MESSAGE`, and no traceback: the
 message says what to change. Anything else (a bug) keeps its traceback. The user's errors are
-`UsageError` (flags), `zoo.data.text_files.DataError` (input data, with file and line),
+`UsageError` (settings), `zoo.data.text_files.DataError` (input data, with file and line),
 `zoo.model.hub.HandleError` (model handles), `OutputError` (a full disk, a folder without write
 permission), `DivergedError` (training reached a loss that is not a number), `ModelDirBusy` (another
 run writes into the model dir) and `FileNotFoundError`.
@@ -33,7 +33,8 @@ class UsageError(NamesSettings, ValueError):
 
 
 def for_command_line(error):
-    """What the command line prints of `error`: a `UsageError` names flags, not settings."""
+    """What the command line prints of `error`: where it names settings (`NamesSettings`),
+    their flags instead."""
     return error.for_command_line() if isinstance(error, NamesSettings) else str(error)
 
 
