@@ -33,16 +33,17 @@ def load(model_dir):
     return load_json(fs.join(model_dir, BEST_FILE))
 
 
-def check_settings(settings, mode, metrics):
-    """The keep-best settings a mode can use (a UsageError otherwise); `metrics`: what the
-    task's evaluation reports."""
-    if settings.keep_best and metric_key(settings.keep_best) not in metrics:
-        raise UsageError(f"`keep_best`={settings.keep_best} is not a metric of this task; it "
+def check_settings(trainer, mode, metrics):
+    """The keep-best settings a mode can use (a UsageError otherwise); `trainer`: the run's
+    trainer settings (`zoo.base.fields.group_of`); `metrics`: what the task's evaluation
+    reports."""
+    if trainer.keep_best and metric_key(trainer.keep_best) not in metrics:
+        raise UsageError(f"`keep_best`={trainer.keep_best} is not a metric of this task; it "
                          f"reports {', '.join(metrics)} (eval_loss is loss)")
-    if settings.early_stopping_patience and not settings.keep_best:
+    if trainer.early_stopping_patience and not trainer.keep_best:
         raise UsageError("`early_stopping_patience` needs `keep_best`=METRIC (what does not "
                          "improve)")
-    if settings.keep_best and mode == "train":
+    if trainer.keep_best and mode == "train":
         raise UsageError("`keep_best` needs evaluations: use `mode`=train_and_eval")
 
 
@@ -51,16 +52,18 @@ class Best:
 
     Args:
         model: the core model (its weights are what the best checkpoint holds).
-        settings: the run's settings (`model_dir`, `keep_best`, `early_stopping_patience`).
+        model_dir: the run's model dir.
+        trainer: the run's trainer settings (`keep_best`, `early_stopping_patience`;
+            `zoo.base.fields.group_of`).
         strategy: the run's strategy (every worker saves; only the chief's copy is kept).
     """
 
-    def __init__(self, model, settings, strategy):
-        self.model_dir = settings.model_dir
-        self.metric = settings.keep_best
+    def __init__(self, model, model_dir, trainer, strategy):
+        self.model_dir = model_dir
+        self.metric = trainer.keep_best
         self.key = metric_key(self.metric)
         self.lower_is_better = self.key in LOWER_IS_BETTER or self.key.endswith("_loss")
-        self.patience = settings.early_stopping_patience
+        self.patience = trainer.early_stopping_patience
         self.strategy = strategy
         self.write_dir = distribute.write_dir(self.model_dir, strategy)
         self.manager = tf.train.CheckpointManager(

@@ -109,7 +109,7 @@ def start(mode, task_class, settings: RunSettings, read_split=None, recorded=Non
     check_fields(settings)
     task_class.check_settings(settings)
     check_export_format(task_class, settings)
-    best.check_settings(settings, mode, task_class.metric_names(settings))
+    best.check_settings(group_of(settings, "trainer"), mode, task_class.metric_names(settings))
     strategy, compute = start_run(mode, settings, task_class.training_padding(settings),
                                   task_class.CAN.modes)
     source = None
@@ -315,7 +315,7 @@ def _train(task, evaluate_each_epoch):
                                                 head_variables(core), encoder_variables(core))
         metrics = task.train_metrics()
 
-    keeper = best.Best(core, s, run_.strategy) if s.keep_best else None
+    keeper = best.Best(core, s.model_dir, trainer, run_.strategy) if s.keep_best else None
     stopping, evaluated = [], []
 
     def on_epoch_end(epoch, record):

@@ -12,8 +12,8 @@ labels, windows), data (how rows are read, beside the data spec), trainer (the s
 optimizer, warm starts, checkpoints), runtime (where and how it computes: model dir, strategy,
 precision), export, and output (predict and explain files). On the command line, in tasks.json
 and from Python they stay one flat set of names; inside zoo a layer takes the group it reads
-(`zoo.base.fields.group_of(settings, "trainer")`: the optimizer and the epoch plan take the
-trainer group, the strategy the runtime group).
+(`zoo.base.fields.group_of(settings, "trainer")`: the optimizer, the epoch plan and the best
+checkpoint take the trainer group, the strategy the runtime group).
 """
 import dataclasses
 from typing import Optional
