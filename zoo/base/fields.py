@@ -81,8 +81,12 @@ class Group:
     def __getattr__(self, key):  # (only for a name that is not a setting of the group)
         raise AttributeError(f"{key} is not a setting of the {self._name} group")
 
+    def as_dict(self):
+        """{setting: value} of the group."""
+        return {k: v for k, v in vars(self).items() if k != "_name"}
+
     def __repr__(self):
-        values = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if k != "_name")
+        values = ", ".join(f"{k}={v!r}" for k, v in self.as_dict().items())
         return f"Group({self._name}: {values})"
 
 

@@ -57,14 +57,16 @@ class Settings(RunSettings):
         "sentence-embedding models such as all-MiniLM-L6-v2 were trained for), cls_mean "
         "(both, concatenated) or auto: the one the encoder was trained for (mean for the "
         "default MiniLM, cls for other BERTs; zoo.model.hub.default_pooling), or, for a model dir "
-        "that was trained, the one it was trained with.", choices=("auto",) + POOLINGS, group="model")
+        "that was trained, the one it was trained with.", choices=("auto",) + POOLINGS,
+        group="model")
     padding: str = setting(
         "bucketed", "bucketed: cut each batch to its longest text, and make training batches "
         "of texts of similar length (least padding; rows are still shuffled, batches within "
         "windows of 50 batches); dynamic: cut each batch to its longest text; fixed: always "
         "pad to --max_seq_length. dynamic and fixed train on the same batches.",
         choices=PADDINGS, group="trainer")
-    label_map: str = setting("", "names for raw labels, '-1:negative,...'", flag=False, group="model")
+    label_map: str = setting("", "names for raw labels, '-1:negative,...'", flag=False,
+                             group="model")
     class_weights: str = setting(
         "none", "Weights of the classes in the training loss: none (every example counts the "
         "same); balanced (class c weighs rows / (classes x rows of c) in the training data, so "
@@ -77,7 +79,8 @@ class Settings(RunSettings):
         "MODEL_DIR/rejected_rows_<split>.jsonl, and in predict gives it an output row with an "
         "'error' field. --mode=check_data always reports every bad row.",
         choices=check.BAD_ROW_POLICIES, group="data")
-    dedupe: bool = setting(False, "Drop training rows whose text repeats an earlier row's.", group="data")
+    dedupe: bool = setting(False, "Drop training rows whose text repeats an earlier row's.",
+                           group="data")
     shuffle_buffer: int = setting(
         DEFAULT_SHUFFLE_BUFFER, "Rows in the training shuffle buffer (shards are read as "
         "streams, interleaved, and shuffled through this buffer).", low=1, group="data")
@@ -87,13 +90,15 @@ class Settings(RunSettings):
     top_k: int = setting(
         0, "Class tasks: --mode=predict also writes the N most probable classes of each row "
         "and their probabilities (0: the most probable only). The export's top_k signature "
-        "gives a request's row that asks for 0 this many (every class when 0).", low=0, group="output")
+        "gives a request's row that asks for 0 this many (every class when 0).", low=0,
+        group="output")
     temperature_scaling: bool = setting(
         True, "Class models: after training, fit a temperature on the eval split (one number "
         "that divides the logits, chosen to minimise the eval rows' negative log-likelihood; "
         "it never changes a label) so that a score of 0.9 is right about 90% of the time; "
         "predict and the export apply it (MODEL_DIR/temperature.json). With no eval split "
-        "nothing is fitted. --notemperature_scaling keeps the model's own softmax.", group="trainer")
+        "nothing is fitted. --notemperature_scaling keeps the model's own softmax.",
+        group="trainer")
     min_score: float = setting(
         0.0, "Class models: a row whose score (its class's probability, calibrated) is below "
         "this gets no label (null in JSONL, empty in CSV) and keeps its scores. The export's "

@@ -47,18 +47,21 @@ class Settings(RunSettings):
 
     tasks: Optional[dict] = setting(None, "{task name: spec} (see zoo.kinds.multitask)", flag=False,
                                     group="model")
-    tasks_file: str = setting("", "where the task specs came from (for messages)", flag=False, group="model")
+    tasks_file: str = setting("", "where the task specs came from (for messages)", flag=False,
+                              group="model")
     task_sampling: str = setting(
         "proportional", "Which task each training step takes its batch from: proportional "
         "(to the tasks' training examples), uniform, or temperature (p ~ n^(1/T), "
         "--temperature).", choices=SAMPLINGS, group="trainer")
     temperature: float = setting(2.0, "T of --task_sampling=temperature (1: proportional; "
-                                 "larger: closer to uniform).", low=0, low_open=True, group="trainer")
+                                 "larger: closer to uniform).", low=0, low_open=True,
+                                 group="trainer")
     output_file: Optional[str] = override(
         RunSettings, "output_file", None, "--mode=predict: a directory; each task whose spec "
         "gives predict data (predict_file, or a GLUE data_dir) writes TASK/predictions.* in it.")
     pooling: Optional[dict] = setting(None, "{task name: its pooling} of the tasks that pool, "
-                                      "as resolved at the start of the run", flag=False, group="model")
+                                      "as resolved at the start of the run", flag=False,
+                                      group="model")
 
 
 def _place(settings, name=None):
@@ -152,7 +155,7 @@ class MultiTask(Task):
             self.kinds[name] = kind
             self.tasks[name] = kind.task(runner.Run(run.mode, sub, run.strategy, run.compute),
                                          _reader(kind, data, sub, _place(self.settings, name)))
-        poolings = {name: vars(group_of(task.settings, "model")).get("pooling")
+        poolings = {name: group_of(task.settings, "model").as_dict().get("pooling")
                     for name, task in self.tasks.items()}  # (the kinds that pool have one)
         self.settings = dataclasses.replace(self.settings, pooling={  # recorded in run.json
             name: pooling for name, pooling in poolings.items() if pooling is not None})

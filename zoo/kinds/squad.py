@@ -52,14 +52,16 @@ class Settings(RunSettings):
     max_query_length: int = setting(64, "Question tokens kept (longer questions are cut).",
                                    low=1, group="model")
     n_best_size: int = setting(20, "Start and end candidates considered per window, and "
-                               "answers kept per question in nbest_predictions.json.", low=1, group="model")
+                               "answers kept per question in nbest_predictions.json.", low=1,
+                               group="model")
     max_answer_length: int = setting(30, "Longest answer, in tokens.", low=1, group="model")
     version_2_with_negative: bool = setting(
         False, "SQuAD 2.0: questions may have no answer in their context (is_impossible); the "
         "model answers \"\" when the null score beats the best span by more than "
         "--null_score_diff_threshold.", group="model")
     null_score_diff_threshold: float = setting(
-        0.0, "SQuAD 2.0: answer \"\" when null score - best span score is above this.", group="model")
+        0.0, "SQuAD 2.0: answer \"\" when null score - best span score is above this.",
+        group="model")
     shuffle_buffer: int = setting(
         10_000, "Questions in the training shuffle buffer (articles are read in a random "
         "order, their questions shuffled through this buffer).", low=1, group="data")

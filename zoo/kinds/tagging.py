@@ -36,7 +36,8 @@ class Settings(RunSettings):
 
     doc_stride: int = setting(
         64, "Step, in wordpieces, between the windows of a sentence longer than "
-        "--max_seq_length (each word is tagged where it has the most context).", low=1, group="model")
+        "--max_seq_length (each word is tagged where it has the most context).", low=1,
+        group="model")
     dropout: float = setting(0.1, "Dropout rate of the tagging head.", low=0, high=1,
                              high_open=True, group="model")
     bad_rows: str = setting(

@@ -54,7 +54,8 @@ class RunSettings:
         DEFAULT_MODEL, "Encoder: a name from `zoo-models`, a TF Hub URL, or a local directory.",
         group="model")
     preprocessor_handle: Optional[str] = setting(
-        None, "Preprocessor: name, URL or directory. Default: the one matching the encoder.", group="model")
+        None, "Preprocessor: name, URL or directory. Default: the one matching the encoder.",
+        group="model")
     max_seq_length: int = setting(128, "Tokens per packed input (longer text is trimmed).", low=3,
                                   group="model")
     train_batch_size: int = setting(32, "Training batch size (global, over all replicas).", low=1,
@@ -63,7 +64,8 @@ class RunSettings:
         1, "Sum the gradients of this many training batches into one update: the update of a "
         "batch N times --train_batch_size, with the memory of one batch (a step is one update).",
         low=1, group="trainer")
-    eval_batch_size: int = setting(64, "Batch size of evaluation and prediction.", low=1, group="runtime")
+    eval_batch_size: int = setting(64, "Batch size of evaluation and prediction.", low=1,
+                                   group="runtime")
     learning_rate: float = setting(5e-5, "Peak learning rate of AdamW (after warmup).", low=0,
                                    low_open=True, group="trainer")
     num_train_epochs: float = setting(
@@ -74,7 +76,8 @@ class RunSettings:
     warmup_proportion: float = setting(0.1, "Fraction of training steps of linear warmup.",
                                        low=0, high=1, group="trainer")
     decay: str = setting("linear", "Learning-rate decay after warmup: linear to 0, or "
-                         "exponential to 1% of peak.", choices=("linear", "exponential"), group="trainer")
+                         "exponential to 1% of peak.", choices=("linear", "exponential"),
+                         group="trainer")
     weight_decay: float = setting(0.01, "AdamW weight decay (never on LayerNorm or bias).",
                                   low=0, group="trainer")
     head_learning_rate_multiplier: float = setting(
@@ -117,8 +120,10 @@ class RunSettings:
         "default", "Distribution strategy. multi_worker_mirrored reads the cluster from "
         "TF_CONFIG; auto uses a TPU if one resolves, else all GPUs, else the default strategy.",
         choices=distribute.STRATEGIES, group="runtime")
-    tpu: Optional[str] = setting(None, "TPU name or grpc:// address; 'local' on a TPU VM.", group="runtime")
-    num_gpus: int = setting(0, "GPUs for --strategy=mirrored (0: all visible).", low=0, group="runtime")
+    tpu: Optional[str] = setting(None, "TPU name or grpc:// address; 'local' on a TPU VM.",
+                                 group="runtime")
+    num_gpus: int = setting(0, "GPUs for --strategy=mirrored (0: all visible).", low=0,
+                            group="runtime")
     devices: Optional[list] = setting(None, "explicit devices for mirrored (tests)", flag=False,
                                       group="runtime")
     steps_per_execution: int = setting(
@@ -155,7 +160,8 @@ class RunSettings:
     export_small_requests: bool = setting(
         True, "With --export_precision=bf16: give calls of a few tokens a copy of the graph of "
         "their own, made for one-text latency (zoo.export.small_requests); "
-        "--noexport_small_requests keeps one copy (a smaller graph, slower single texts).", group="export")
+        "--noexport_small_requests keeps one copy (a smaller graph, slower single texts).",
+        group="export")
     export_format: str = setting(
         "savedmodel", "What --export_dir gets: savedmodel (for TF Serving and zoo.serving) or "
         "litert (EXPORT_DIR/model.tflite for phones and edge boxes, run by zoo.litert; class, "
