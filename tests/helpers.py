@@ -38,10 +38,11 @@ def forget_task_flags():
     """Undefines the flags of zoo's task CLIs and forgets their modules, so that the next
     command in this process defines them afresh (absl flags are global to a process)."""
     from absl import flags
+    from zoo.cli.common import is_zoo_module
 
     for name in list(flags.FLAGS):
         module = flags.FLAGS.find_module_defining_flag(name)
-        if module and module.startswith("zoo.cli") and name in flags.FLAGS:
+        if module and is_zoo_module(module) and name in flags.FLAGS:
             delattr(flags.FLAGS, name)
     for module in [m for m in sys.modules if m.startswith("zoo.cli.")]:
         if module not in ("zoo.cli.main", "zoo.cli.quiet", "zoo.cli.common"):

@@ -7,7 +7,9 @@ from zoo.base.stages import StageError
 from zoo.data.sources import MissingSplit
 from zoo.data.text_files import DataError
 from zoo.model import hub
-from zoo.run.settings import MODES, RunSettings
+from zoo.base.fields import flag_fields
+from zoo.kinds.table import KINDS
+from zoo.run.settings import GROUPS, MODES, RunSettings
 
 
 @pytest.fixture
@@ -64,12 +66,22 @@ def test_a_tensorflow_failure_prints_its_traceback_then_the_stage(flags, capsys)
     assert "deep inside TensorFlow" in capsys.readouterr().err  # the traceback was printed
 
 
-def _help_flags(module):
+def _help_sections(module):
+    """{section heading: [flag names]} of a task's --help, in the order it lists them."""
     from tests.helpers import run_inline
     result = run_inline(module, "--help")  # absl prints the help and exits with 1
     assert "--model_dir" in result.stdout, result.stderr[-2000:]
-    return {line.split(":")[0].strip().lstrip("-").replace("[no]", "")
-            for line in result.stdout.splitlines() if line.startswith("  --")}
+    sections, headings = {}, {f"{heading}:" for heading in common.SECTIONS.values()}
+    for line in result.stdout.split("\nflags:\n", 1)[1].splitlines():
+        if line in headings:
+            section = sections.setdefault(line[:-1], [])
+        elif line.startswith("  --"):
+            section.append(line.split(":")[0].strip().lstrip("-").replace("[no]", ""))
+    return sections
+
+
+def _help_flags(module):
+    return {name for names in _help_sections(module).values() for name in names}
 
 
 def test_each_tasks_help_lists_only_the_flags_it_uses():
@@ -96,3 +108,16 @@ def test_the_new_tasks_help_lists_only_their_flags():
     assert {"tasks_file", "tasks", "task_sampling", "temperature", "mrpc_data_dir",
             "keep_best", "learning_rate"} <= multi
     assert not multi & {"doc_stride", "pooling", "train_file", "text_column"}
+
+
+def test_a_tasks_help_lists_its_flags_in_sections_by_group():
+    assert set(common.SECTIONS) == {"run", *GROUPS}
+    sections = _help_sections("tasks.sst2.train")
+    assert list(sections) == list(common.SECTIONS.values())  # every section, in that order
+    where = {flag: heading for heading, names in sections.items() for flag in names}
+    assert where["mode"] == common.SECTIONS["run"]
+    for field in flag_fields(KINDS["sst2"].settings):
+        assert where[field.name] == common.SECTIONS[field.metadata["group"]], field.name
+    for field in flag_fields(KINDS["sst2"].data):
+        assert where[field.name] == common.SECTIONS["data"], field.name
+    assert len(where) == sum(len(names) for names in sections.values())  # each flag once

@@ -24,8 +24,8 @@ TASK_TYPES = dict(zip(("classification", "regression", "multi_label"),
                       common.define_kind_flags("classify", "regression", "multi_label")))
 flags.DEFINE_enum("task_type", "classification", list(TASK_TYPES),
                   "classification: one class per row; regression: a number per row (--score_range"
-                  "); multi_label: a list of classes per row (--label_separator, --threshold).")
-flags.adopt_module_key_flags(common)
+                  "); multi_label: a list of classes per row (--label_separator, --threshold).",
+                  module_name=common.SECTIONS["run"])
 FLAGS = flags.FLAGS
 
 

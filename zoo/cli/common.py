@@ -4,8 +4,8 @@ A task's CLI module (`zoo/cli/<task>.py`) calls `define_kind_flags(KINDS[name])`
 `--mode` with the modes the kind has, one flag per field of its settings class
 (`zoo.run.settings`) and one per data key of its data spec (`zoo.data.specs`): the name, type,
 default, choices and help text are declared there once, so `--help` lists exactly what the task
-uses. `main()` is `run_kind(kind)`, which builds the data spec and the settings back from the
-parsed flags and runs the mode.
+uses, in sections by the settings' groups (`SECTIONS`). `main()` is `run_kind(kind)`, which
+builds the data spec and the settings back from the parsed flags and runs the mode.
 """
 import traceback
 
@@ -16,28 +16,43 @@ from zoo.base.fields import flag_fields
 from zoo.run import settings as zoo_settings
 
 FLAGS = flags.FLAGS
+# The sections of a task's --help, in order: {name: heading}. A setting's section is its group
+# (`zoo.run.settings.GROUPS`), a data spec's key is in `data`. absl lists flags by the module
+# that defines them, so each section is the module name its flags are defined under.
+SECTIONS = {
+    "run": "run (what the command does)",
+    "data": "data (the files or dataset, their columns, how rows are read)",
+    "model": "model (the encoder, sequence length, head and labels)",
+    "trainer": "trainer (schedule, optimizer, warm start, checkpoints)",
+    "runtime": "runtime (model dir, devices and strategy, precision)",
+    "export": "export (the SavedModel or LiteRT file)",
+    "output": "output (predictions and explanations)",
+}
 
 
 def _define(field):
     meta = field.metadata
     name, default, help_text = field.name, field.default, meta["help"]
+    module_name = SECTIONS[meta.get("group") or "data"]
     if meta.get("choices"):
-        flags.DEFINE_enum(name, default, list(meta["choices"]), help_text)
+        flags.DEFINE_enum(name, default, list(meta["choices"]), help_text,
+                          module_name=module_name)
     elif field.type is bool:
-        flags.DEFINE_bool(name, default, help_text)
+        flags.DEFINE_bool(name, default, help_text, module_name=module_name)
     elif field.type is int:
-        flags.DEFINE_integer(name, default, help_text)
+        flags.DEFINE_integer(name, default, help_text, module_name=module_name)
     elif field.type is float:
-        flags.DEFINE_float(name, default, help_text)
+        flags.DEFINE_float(name, default, help_text, module_name=module_name)
     else:
-        flags.DEFINE_string(name, default, help_text)
+        flags.DEFINE_string(name, default, help_text, module_name=module_name)
 
 
 def define_flags(modes, *settings_classes):
     """`--mode` (one of `modes`) and a flag for every flag field of the settings classes (of
     several, e.g. a task that runs as classification or regression, each field once)."""
     flags.DEFINE_enum("mode", "train_and_eval", list(modes), "; ".join(
-        f"{mode}: {zoo_settings.MODE_HELP[mode]}" for mode in modes) + ".")
+        f"{mode}: {zoo_settings.MODE_HELP[mode]}" for mode in modes) + ".",
+        module_name=SECTIONS["run"])
     defined = set()
     for settings_class in settings_classes:
         for field in flag_fields(settings_class):
@@ -58,6 +73,19 @@ def define_kind_flags(*names):
     for name, value in kinds[0].defaults.items():
         FLAGS.set_default(name, value)
     return kinds[0] if len(kinds) == 1 else kinds
+
+
+def sections_help():
+    """The defined flags of `SECTIONS`, each section under its heading, as absl's --help lists a
+    module's flags ("" when a command line defines none)."""
+    text = "".join(FLAGS.module_help(heading) for heading in SECTIONS.values())
+    return "\nflags:\n" + text + "\n" if text else ""
+
+
+def is_zoo_module(module):
+    """Whether absl's `module` (the name a flag was defined under) is zoo's: a zoo.cli module or
+    a section (`SECTIONS`)."""
+    return module.startswith("zoo.cli.") or module in SECTIONS.values()
 
 
 def values_from_flags(fields_class):
@@ -82,7 +110,7 @@ def save_flags():
     """
     lines = []
     for module, module_flags in FLAGS.flags_by_module_dict().items():
-        if module.startswith("zoo.cli."):
+        if is_zoo_module(module):
             lines += [f.serialize() for f in module_flags if f.value is not None]
     name = "flags.txt" if FLAGS.mode in ("train", "train_and_eval") else f"flags_{FLAGS.mode}.txt"
     files.save_text(fs.join(FLAGS.model_dir, name),

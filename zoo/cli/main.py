@@ -45,15 +45,18 @@ def run_absl(module_name, args):
     with quiet.startup():
         module = importlib.import_module(module_name)
     from absl import app, flags
+    from zoo.cli import common
 
     def main(argv):
         quiet.python_logging(flags.FLAGS["verbosity"].present)
         module.main(argv)
 
     # absl's --help describes the flags of the module named by argv[0] and the docstring of
-    # __main__: here, the task's module.
+    # __main__: here, the task's module, then its flags in sections (--helpfull lists those
+    # among every module's).
     sys.argv[0] = module_name
-    sys.modules["__main__"].__doc__ = module.__doc__
+    sections = "" if "--helpfull" in args else common.sections_help()
+    sys.modules["__main__"].__doc__ = module.__doc__ + sections
     app.run(main, argv=[module_name, *args])
 
 

@@ -7,10 +7,7 @@ DATA_DIR holds train.tsv, dev.tsv (eval) and test.tsv (predict) in the GLUE layo
 Quality, #1 ID, #2 ID, #1 String, #2 String). Labels: 0 = not a paraphrase, 1 = paraphrase.
 Without --data_dir (or split files) the data comes from TensorFlow Datasets (glue/mrpc).
 """
-from absl import flags
-
 from zoo.cli import common
 
 KIND = common.define_kind_flags("mrpc")
-flags.adopt_module_key_flags(common)
 main = common.main_of(KIND)

@@ -31,16 +31,18 @@ from zoo.cli import common
 from zoo.kinds import multitask
 
 common.define_flags(multitask.MultiTask.CAN.modes, multitask.Settings)
+_DATA = common.SECTIONS["data"]
 flags.DEFINE_string("tasks_file", None, "JSON file of the tasks: {name: {\"kind\": ..., data, "
-                    "settings}} (see this module's help).")
+                    "settings}} (see this module's help).", module_name=_DATA)
 flags.DEFINE_list("tasks", [], "Tasks to train, in this order (the first is the export's "
                   "serving_default): all of --tasks_file if not given; with no --tasks_file, "
-                  "GLUE tasks (mrpc, sst2, stsb) read from --<task>_data_dir.")
+                  "GLUE tasks (mrpc, sst2, stsb) read from --<task>_data_dir.", module_name=_DATA)
 for _glue in ("mrpc", "sst2", "stsb"):
-    flags.DEFINE_string(f"{_glue}_data_dir", None, f"GLUE {_glue} folder (with --tasks).")
+    flags.DEFINE_string(f"{_glue}_data_dir", None, f"GLUE {_glue} folder (with --tasks).",
+                        module_name=_DATA)
 flags.DEFINE_string("predict_file", None, "--mode=predict or explain: the data of the tasks "
-                    "of --tasks (all if not given), instead of their specs' own.")
-flags.adopt_module_key_flags(common)
+                    "of --tasks (all if not given), instead of their specs' own.",
+                    module_name=_DATA)
 FLAGS = flags.FLAGS
 
 

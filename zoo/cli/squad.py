@@ -12,10 +12,7 @@ JSON.
 nbest_predictions.json. `eval` writes the official SQuAD v1.1 exact match and F1 to
 MODEL_DIR/eval_results.json. Files are read as streams, article by article.
 """
-from absl import flags
-
 from zoo.cli import common
 
 KIND = common.define_kind_flags("squad")
-flags.adopt_module_key_flags(common)
 main = common.main_of(KIND)

@@ -7,10 +7,7 @@ DATA_DIR holds train.tsv, dev.tsv (eval) and test.tsv (predict) in the GLUE layo
 sentence, label; test.tsv: index, sentence). Labels: 0 = negative, 1 = positive. Without
 --data_dir (or split files) the data comes from TensorFlow Datasets (glue/sst2).
 """
-from absl import flags
-
 from zoo.cli import common
 
 KIND = common.define_kind_flags("sst2")
-flags.adopt_module_key_flags(common)
 main = common.main_of(KIND)

@@ -8,10 +8,7 @@ index, genre, filename, year, old_index, source1, source2, sentence1, sentence2,
 has no score). Scores go from 0 (unrelated) to 5 (equivalent); evaluation reports Pearson and
 Spearman correlation, and `predict` and the export give a `score` per pair.
 """
-from absl import flags
-
 from zoo.cli import common
 
 KIND = common.define_kind_flags("stsb")
-flags.adopt_module_key_flags(common)
 main = common.main_of(KIND)

@@ -11,10 +11,7 @@ gives entity precision, recall and F1 (overall and per type, as the CoNLL scorer
 and token accuracy. The export takes raw text and returns its entities with character offsets,
 type and score.
 """
-from absl import flags
-
 from zoo.cli import common
 
 KIND = common.define_kind_flags("tagging")
-flags.adopt_module_key_flags(common)
 main = common.main_of(KIND)

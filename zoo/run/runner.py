@@ -217,18 +217,20 @@ def export(task, core, what_next=True):
     """Writes the export of `core` to --export_dir (at --export_precision, or as a LiteRT file
     at --litert_quantization); returns its path. `what_next`: say how to use it (a training
     run's summary says it instead)."""
-    s = task.settings
-    began = time.time()
-    if s.export_format == "litert":
+    out, began = group_of(task.settings, "export"), time.time()
+    if out.export_format == "litert":
         outputs, label_names = task.litert_outputs()
-        representative = (task.calibration_texts(s.litert_calibration_rows)
-                          if s.litert_quantization == "int8" else None)
-        path = litert.export_text_model(s.export_dir, core, task.run.packer, outputs, label_names,
-                                        s.pair, s.litert_quantization, representative)
+        representative = (task.calibration_texts(out.litert_calibration_rows)
+                          if out.litert_quantization == "int8" else None)
+        path = litert.export_text_model(
+            out.export_dir, core, task.run.packer, outputs, label_names,
+            group_of(task.settings, "model").pair, out.litert_quantization, representative)
     else:
-        path = savedmodel.save(s.export_dir, task.signatures(
-            frozen_core.serving_core(core, s.export_precision, s.export_small_requests), core))
-    task.run.report.exported(path, time.time() - began, s.export_format == "litert", what_next)
+        path = savedmodel.save(out.export_dir, task.signatures(
+            frozen_core.serving_core(core, out.export_precision, out.export_small_requests),
+            core))
+    task.run.report.exported(path, time.time() - began, out.export_format == "litert",
+                             what_next)
     return path
 
 

@@ -13,7 +13,10 @@ optimizer, warm starts, checkpoints), runtime (where and how it computes: model 
 precision), export, and output (predict and explain files). On the command line, in tasks.json
 and from Python they stay one flat set of names; inside zoo a layer takes the group it reads
 (`zoo.base.fields.group_of(settings, "trainer")`: the optimizer, the epoch plan and the best
-checkpoint take the trainer group, the strategy the runtime group).
+checkpoint take the trainer group, the strategy the runtime group, the export the export
+group, a warm start's encoder check the model group). The runner, which composes those layers,
+and a kind, which declares its settings class, read the whole. On the command line the groups
+are the sections of `--help`.
 """
 import dataclasses
 from typing import Optional

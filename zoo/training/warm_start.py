@@ -27,6 +27,7 @@ import tensorflow as tf
 
 from zoo.base import fs, stages
 from zoo.base.errors import UsageError
+from zoo.base.fields import group_of
 from zoo.model import hub
 from zoo.training import checkpoints, run_record
 
@@ -94,11 +95,12 @@ class Source:
         return f"{self.path} ({self.record.get('task')}" + (
             f", task {self.task})" if self.task else ")")
 
-    def check_encoder(self, settings):
-        """A `UsageError` naming both encoders when the run's encoder is not the source's:
-        another vocabulary (when both carry one). Shapes are checked by `restore`."""
-        self.encoder = settings.encoder_handle
-        ours = hub.resolve_handles(settings.encoder_handle, settings.preprocessor_handle)[0]
+    def check_encoder(self, model):
+        """A `UsageError` naming both encoders when the run's encoder (of its `model` settings
+        group) is not the source's: another vocabulary (when both carry one). Shapes are
+        checked by `restore`."""
+        self.encoder = model.encoder_handle
+        ours = hub.resolve_handles(model.encoder_handle, model.preprocessor_handle)[0]
         theirs_handle = self.record.get("encoder_handle")
         try:
             theirs = hub.resolve_handles(theirs_handle, self.record.get("preprocessor_handle"))[0]
@@ -110,7 +112,7 @@ class Source:
         if a and b and a != b:
             raise UsageError(
                 f"`init_from`={self.path}: its encoder {theirs_handle} has another vocabulary "
-                f"than this run's encoder {settings.encoder_handle} ({ours}); the weights "
+                f"than this run's encoder {model.encoder_handle} ({ours}); the weights "
                 "would read other tokens. Train from the same encoder (leave `encoder_handle` "
                 "unset to take the source's)")
 
@@ -217,7 +219,7 @@ def begin(settings, training):
         return settings, None
     source = open_source(settings.init_from, settings.init_from_task)
     settings = adopt(settings, source.record, source.path)
-    source.check_encoder(settings)
+    source.check_encoder(group_of(settings, "model"))
     return settings, source
 
 
@@ -264,14 +266,15 @@ class ExportSource:
     def label(self):
         return f"{self.path} (an export" + (f", signature {self.task})" if self.task else ")")
 
-    def check_encoder(self, settings):
-        """A `UsageError` when the export's vocabulary is not the run's encoder's."""
-        self.encoder = settings.encoder_handle
-        ours = hub.resolve_handles(settings.encoder_handle, settings.preprocessor_handle)[0]
+    def check_encoder(self, model):
+        """A `UsageError` when the export's vocabulary is not the run's encoder's (of its
+        `model` settings group)."""
+        self.encoder = model.encoder_handle
+        ours = hub.resolve_handles(model.encoder_handle, model.preprocessor_handle)[0]
         a, b = vocabulary_digest(ours, "vocab.txt"), vocabulary_digest(self.path, "vocab.txt")
         if a and b and a != b:
             raise UsageError(f"`init_from`={self.path}: the export's vocabulary is not the one "
-                             f"of this run's encoder {settings.encoder_handle} ({ours})")
+                             f"of this run's encoder {model.encoder_handle} ({ours})")
 
     def head_decision(self, task_name, outputs, names=None):
         del outputs
