@@ -48,26 +48,20 @@ FLAGS = flags.FLAGS
 
 TRAIN = """
 import json, sys
-import zoo
-from zoo.base.files import load_json
 from zoo.kinds import table
 model_dir, data_dir, steps, every = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-table.run("mrpc", "train", data_dir=data_dir, model_dir=model_dir, max_train_steps=steps,
-          checkpoint_every=every, seed=0)
-timing = load_json(model_dir + "/train_results.json")
+timing = table.run("mrpc", "train", data_dir=data_dir, model_dir=model_dir,
+                   max_train_steps=steps, checkpoint_every=every, seed=0)  # train_results.json
 print(json.dumps({k: timing[k] for k in ("steady_examples_per_second", "wall_seconds", "steps",
                                          "precision")}))
 """
 
 EXPORT = """
 import sys
-import zoo
-from zoo.export import savedmodel
-from zoo.model import cores, hub
-encoder, preprocessor = hub.resolve_handles()
-savedmodel.export_classifier(sys.argv[1], cores.classifier_core(encoder, num_classes=2),
-                             cores.TextPacker(preprocessor, seq_length=128),
-                             ["negative", "positive"])
+from zoo import models
+encoder, preprocessor = models.resolve_handles("minilm_l6_h384_uncased")
+models.export_classifier(sys.argv[1], models.classifier_core(encoder, num_classes=2),
+                         models.TextPacker(preprocessor, seq_length=128), ["negative", "positive"])
 """
 
 UPLOAD = """

@@ -3,20 +3,20 @@ r"""Inference, like for like: zoo's exported SavedModel against the PyTorch peer
   python bench/inference.py >> bench/results/inference.jsonl    # needs ./install.sh bench
 
 SST-2 dev (872 sentences), MiniLM-L6-H384, length 128. zoo writes one export per --zoo_configs
-precision (`zoo.export.savedmodel` with `zoo.export.frozen_core.serving_core`: fp32, or bf16
-weights and matmuls; a fresh MiniLM classifier on [CLS], the peer's
-`BertForSequenceClassification` head, for which zoo's encoder computes its last layer at [CLS]
-alone, `zoo.model.hub.pooled_view`; or --model_dir's trained one, with its own pooling) in a
-process of its own. Then --rounds rounds; each runs every setting once in a fresh process, the
-sides alternating which goes first: `bench/zoo_infer.py` (the export loaded by a process with only
-tensorflow and tensorflow_text, as TF Serving runs it) and `bench/peer_infer.py` in each
---peer_configs setting (PRECISION-ATTENTION[-compile]). Both take the same batches
-(`common.inference_groups`), tokenize inside the timing, and report the best of --repeats passes
-per batch size and policy after one untimed pass, then batch-1 latency (p50, p95). Each round also
-times, per setting, a new process from its start to its first prediction (to the moment it has the
-answer; its exit is not counted), in three parts: the imports (the framework), the load (export,
-or checkpoint and tokenizer) and the first call; there each side is used as its users use it in
-Python: zoo through `zoo.serving`, the peer through transformers' classes.
+precision (`zoo.models.export_classifier`: fp32, or bf16 weights and matmuls; a fresh MiniLM
+classifier on [CLS], the peer's `BertForSequenceClassification` head, for which zoo's encoder
+computes its last layer at [CLS] alone, `zoo.model.hub.pooled_view`; or --model_dir's trained one,
+with its own pooling) in a process of its own. Then --rounds rounds; each runs every setting once
+in a fresh process, the sides alternating which goes first: `bench/zoo_infer.py` (the export
+loaded by a process with only tensorflow and tensorflow_text, as TF Serving runs it) and
+`bench/peer_infer.py` in each --peer_configs setting (PRECISION-ATTENTION[-compile]). Both take
+the same batches (`common.inference_groups`), tokenize inside the timing, and report the best of
+--repeats passes per batch size and policy after one untimed pass, then batch-1 latency (p50,
+p95). Each round also times, per setting, a new process from its start to its first prediction (to
+the moment it has the answer; its exit is not counted), in three parts: the imports (the
+framework), the load (export, or checkpoint and tokenizer) and the first call; there each side is
+used as its users use it in Python: zoo through `zoo.serving`, the peer through transformers'
+classes.
 
 Prints one JSON line per run, then a summary: the real and padded tokens of each batch size and
 policy (`tokens`: zoo's encoder computes the real ones alone, the peer the padded batch), per
@@ -67,31 +67,29 @@ def write_exports(folder):
     """One export per --zoo_configs precision under `folder` (and `<precision>_fixed`, padded
     to full length, if the fixed policy is asked for)."""
     sys.path.insert(0, ROOT)
-    from zoo.export import frozen_core, savedmodel
+    from zoo import models
     from zoo.kinds import classification
-    from zoo.model import cores, hub
     from zoo.run import runner
 
-    if FLAGS.model_dir:
+    if FLAGS.model_dir:  # (restoring a trained core has no public function: the runner's)
         task = runner.start("export", classification.Classification, classification.Settings(
             model_dir=FLAGS.model_dir, encoder_handle=FLAGS.encoder_handle,
             max_seq_length=FLAGS.max_seq_length))
         core, _ = runner.restored(task)
         packer, labels = task.run.packer, task.labels.names
     else:
-        encoder, preprocessor = hub.resolve_handles(FLAGS.encoder_handle, None)
-        core = cores.classifier_core(encoder, 2, pooling="cls")
-        packer = cores.TextPacker(preprocessor, FLAGS.max_seq_length)
+        encoder, preprocessor = models.resolve_handles(FLAGS.encoder_handle)
+        core = models.classifier_core(encoder, 2, pooling="cls")
+        packer = models.TextPacker(preprocessor, FLAGS.max_seq_length)
         labels = ["negative", "positive"]
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, TOKENS_FILE), "w", encoding="utf-8") as f:
         json.dump(token_counts(packer), f)
     for precision in sorted({config.split("-")[0] for config in FLAGS.zoo_configs}):
-        serving = frozen_core.serving_core(core, precision)
         for trim in [True] + ([False] if "fixed" in FLAGS.policies else []):
             name = precision if trim else f"{precision}_fixed"
-            savedmodel.export_classifier(os.path.join(folder, name), serving, packer, labels,
-                                     trim_padding=trim)
+            models.export_classifier(os.path.join(folder, name), core, packer, labels,
+                                     precision=precision, trim_padding=trim)
 
 
 def token_counts(packer):

@@ -44,7 +44,8 @@ FLAGS = flags.FLAGS
 
 
 def write_export(folder):
-    """The --precision export of a MiniLM classifier on [CLS] under `folder`."""
+    """The --precision export of a MiniLM classifier on [CLS] under `folder`. (zoo's own modules,
+    not `zoo.models.export_classifier`: the base commit's tree may be older than it.)"""
     from zoo.export import frozen_core, savedmodel
     from zoo.model import cores, hub
     import tensorflow as tf

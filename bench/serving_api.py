@@ -80,12 +80,10 @@ def peer_side(texts):
 
 def write_export(path):
     sys.path.insert(0, ROOT)
-    from zoo.export import savedmodel
-    from zoo.model import cores, hub
-    encoder, preprocessor = hub.resolve_handles("minilm_l6_h384_uncased", None)
-    core = cores.classifier_core(encoder, 2)
-    savedmodel.export_classifier(path, core, cores.TextPacker(preprocessor, 128),
-                             ["negative", "positive"])
+    from zoo import models
+    encoder, preprocessor = models.resolve_handles("minilm_l6_h384_uncased")
+    models.export_classifier(path, models.classifier_core(encoder, 2),
+                             models.TextPacker(preprocessor, 128), ["negative", "positive"])
 
 
 def _child(side, export_dir):

@@ -22,10 +22,24 @@ SCRIPTS = sorted(os.path.basename(p) for p in glob.glob(os.path.join(BENCH, "*.p
 PEER = ("torch", "transformers")
 
 
+def _code_strings(tree):
+    """The script's string constants that are Python code importing something (what it runs in
+    a child process with `python -c`)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+                "import " in node.value):
+            try:
+                yield ast.parse(node.value)
+            except SyntaxError:  # prose
+                continue
+
+
 def _imports_resolve(source, script):
     """Every `from zoo... import X` / `from common import X` of the script, at any depth
-    (functions import zoo lazily), names something that exists."""
-    for node in ast.walk(ast.parse(source)):
+    (functions import zoo lazily) and in the code it runs as `python -c`, names something
+    that exists."""
+    tree = ast.parse(source)
+    for node in [n for code in [tree, *_code_strings(tree)] for n in ast.walk(code)]:
         if isinstance(node, ast.ImportFrom) and node.module and (
                 node.module == "common" or node.module.split(".")[0] == "zoo"):
             module = importlib.import_module(node.module)

@@ -10,14 +10,16 @@ LAYERS = ["base", "compute", "data", "hub_build", "model", "training", "evaluati
 
 def test_the_heads_and_cores_at_their_user_paths():
     from zoo import heads, models
-    from zoo.model import cores
+    from zoo.model import cores, hub
     from zoo.model import heads as model_heads
     from zoo.serving import load  # noqa: F401
 
     assert heads.ClassifierHead is model_heads.ClassifierHead
     assert models.multi_head_core is cores.multi_head_core
     assert models.TextPacker is cores.TextPacker
-    assert set(heads.__all__) <= set(dir(model_heads)) and set(models.__all__) <= set(dir(cores))
+    assert models.resolve_handles is hub.resolve_handles
+    assert set(heads.__all__) <= set(dir(model_heads))
+    assert set(models.__all__) - {"export_classifier", "resolve_handles"} <= set(dir(cores))
 
 
 def _imports(path):
