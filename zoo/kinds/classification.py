@@ -126,6 +126,18 @@ class Settings(RunSettings):
         "data: docs/training.md). 1 trains everything at one rate.")
 
 
+@dataclasses.dataclass
+class NotOneClassSettings(Settings):
+    """Classification's settings for a kind whose rows get something else than one class (a
+    score, a set of labels): the settings of one class a row (class weights, top-k, temperature
+    scaling, a minimum score) stay off and are not its flags."""
+
+    class_weights: str = override(Settings, "class_weights", "none", flag=False)
+    top_k: int = override(Settings, "top_k", 0, flag=False)
+    temperature_scaling: bool = override(Settings, "temperature_scaling", False, flag=False)
+    min_score: float = override(Settings, "min_score", 0.0, flag=False)
+
+
 def trained_pooling(model_dir, encoder_handle, name=None):
     """The pooling `model_dir` was trained with (its run.json; task `name`'s in a multi-task
     record), "cls" for a model dir trained before zoo had `--pooling`, or None for one not

@@ -15,7 +15,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from zoo.base import fs
-from zoo.base.fields import override, setting
+from zoo.base.fields import setting
 from zoo.data import specs
 from zoo.data.labels import MultiLabelVocab, OpenLabels, parse_label_map
 from zoo.evaluation import calibration, metrics, plots, predict
@@ -25,14 +25,8 @@ from zoo.kinds.kind import Kind
 
 
 @dataclasses.dataclass
-class Settings(classification.Settings):
+class Settings(classification.NotOneClassSettings):
     """Classification's settings plus the label list's separator and the decision threshold."""
-
-    class_weights: str = override(classification.Settings, "class_weights", "none", flag=False)
-    top_k: int = override(classification.Settings, "top_k", 0, flag=False)
-    temperature_scaling: bool = override(classification.Settings, "temperature_scaling", False,
-                                         flag=False)
-    min_score: float = override(classification.Settings, "min_score", 0.0, flag=False)
 
     label_separator: str = setting(
         ",", "Multi-label (--task_type=multi_label): what separates the classes in a row's "

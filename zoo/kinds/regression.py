@@ -12,7 +12,7 @@ import tensorflow as tf
 import tf_keras as keras
 
 from zoo.base import fs
-from zoo.base.fields import override, setting
+from zoo.base.fields import setting
 from zoo.data import specs
 from zoo.data.labels import ScoreLabels
 from zoo.evaluation import metrics, plots, predict
@@ -24,14 +24,8 @@ from zoo.run.task import Capabilities, Task
 
 
 @dataclasses.dataclass
-class Settings(classification.Settings):
+class Settings(classification.NotOneClassSettings):
     """Classification's settings plus the range of the scores."""
-
-    class_weights: str = override(classification.Settings, "class_weights", "none", flag=False)
-    top_k: int = override(classification.Settings, "top_k", 0, flag=False)
-    temperature_scaling: bool = override(classification.Settings, "temperature_scaling", False,
-                                         flag=False)
-    min_score: float = override(classification.Settings, "min_score", 0.0, flag=False)
 
     score_range: str = setting(
         "", "Regression (--task_type=regression): LOW,HIGH of valid scores, e.g. 0,5; a score "
