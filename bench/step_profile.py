@@ -34,6 +34,8 @@ flags.DEFINE_integer("top", 40, "Op types and ops listed.")
 flags.DEFINE_string("code_dir", ROOT, "Checkout whose zoo package is profiled.")
 flags.DEFINE_string("data_dir", os.path.join(ROOT, "..", "shared", "data", "mrpc"),
                     "GLUE MRPC folder.")
+flags.DEFINE_string("encoder_handle", "minilm_l6_h384_uncased", "Encoder (a zoo-models name or "
+                    "Hub folder); with another tokenizer than MiniLM's, use --padding=fixed.")
 FLAGS = flags.FLAGS
 
 
@@ -87,11 +89,13 @@ def main(argv):
             [os.path.join(BENCH, "zoo_train.py"), f"--plan_file={plan_file}",
              f"--data_dir={FLAGS.data_dir}", f"--precision={FLAGS.precision}",
              f"--warmup_steps={FLAGS.warmup_steps}", f"--profile_dir={logdir}",
-             f"--inter_op_threads={FLAGS.inter_op_threads}"], cwd=BENCH, env=env))
+             f"--inter_op_threads={FLAGS.inter_op_threads}",
+             f"--encoder_handle={FLAGS.encoder_handle}"], cwd=BENCH, env=env))
         by_type, by_op = op_times(os.path.join(logdir, FLAGS.padding), FLAGS.steps)
     rounded = lambda counter: {k: round(v, 2) for k, v in counter.most_common(FLAGS.top)}  # noqa: E731
     print(json.dumps(dict(
         summary="step_profile", machine=machine(FLAGS.code_dir), padding=FLAGS.padding,
+        encoder_handle=FLAGS.encoder_handle,
         precision=FLAGS.precision, steps=FLAGS.steps, warmup_steps=FLAGS.warmup_steps,
         inter_op_threads=FLAGS.inter_op_threads,
         traced_ms_per_step=round(run["seconds"][FLAGS.padding] / FLAGS.steps * 1e3, 1),
