@@ -36,6 +36,8 @@ flags.DEFINE_string("windows_file", None, "SQuAD: the windows `peer_train.py --t
                     "--write_windows` wrote (ids, mask, type ids, start and end positions).")
 flags.DEFINE_string("plan_file", None, "JSON: {padding: [[row, ...], ...]}.", required=True)
 flags.DEFINE_string("encoder_handle", "minilm_l6_h384_uncased", "Encoder (zoo-build-hub model).")
+flags.DEFINE_bool("freeze_word_embeddings", False, "The encoder's word-piece embedding table "
+                  "frozen (zoo's --freeze_word_embeddings).")
 flags.DEFINE_integer("max_seq_length", 128, "Sequence length (fixed padding pads to it).")
 flags.DEFINE_integer("warmup_steps", 3, "Untimed steps at the start of each policy.")
 flags.DEFINE_enum("precision", "fp32", ["fp32", "bf16"], "zoo.compute.precision of the steps.")
@@ -118,6 +120,7 @@ def main(argv):
                                 inter_op=tf.config.threading.get_inter_op_parallelism_threads(),
                                 cores=os.cpu_count()),
                    precision=FLAGS.precision, attention="Hub encoder (MatMul, Softmax)",
+                   freeze_word_embeddings=FLAGS.freeze_word_embeddings,
                    warmup_steps=FLAGS.warmup_steps, xla_fusion={}, malloc=FLAGS.malloc,
                    seconds={}, warmup_seconds={}, page_faults_per_step={})
     if FLAGS.malloc == "settled":
@@ -137,7 +140,8 @@ def main(argv):
         dataset = tf.data.Dataset.from_generator(
             batches, output_signature=(spec, label_spec))
         keras.utils.set_random_seed(0)
-        core = build_core(encoder)
+        core = build_core(hub.encoder_layer(
+            encoder, frozen_word_embeddings=FLAGS.freeze_word_embeddings))
         # the classifier's encoder computes its last layer at [CLS] alone (zoo.model.hub.pooled_view)
         results["pooled_only"] = core.get_layer("encoder") is not encoder
         optimizer = create_optimizer(5e-5, len(rows), 0, jit_compile=fused)

@@ -94,6 +94,12 @@ def command_of(line, fallback):
     return command((line.get("machine") or {}).get("command") or fallback)
 
 
+def one_line(line, fallback):
+    """The command a line's script recorded (else the words `fallback`) as one line of text."""
+    return " ".join(shlex.quote(word) for word in
+                    (line.get("machine") or {}).get("command") or fallback)
+
+
 def num(value, digits=3, sign=False):
     """A number as the tables write it: thousands separated, `digits` decimals."""
     if value is None:

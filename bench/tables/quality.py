@@ -1,6 +1,7 @@
 """What the models reach on real data: the tasks, multi-task, the defaults, calibration, warm
 starts and many languages. Published anchors carry their source."""
-from tables.base import PYTHON, cpu, date, mean, num, points, table, where
+from tables.base import (PYTHON, cpu, date, mean, newest_per_class, num, one_line, points, table,
+                         where)
 
 # XLM-T's README (cardiffnlp/xlm-t, "Macro F1 reported", test sets, monolingual fine-tuning).
 XLMT_PUBLISHED = dict(english=(0.682, 0.669), french=(0.720, 0.682), german=(0.736, 0.761),
@@ -192,17 +193,56 @@ def _xquad(results):
             f"({where(line)}), exact / F1:\n\n" + table(["", *codes, "mean of the others"], rows))
 
 
-def multilingual(results):
-    speed = results.newest("multilingual", lambda ln: ln["run"] == "encoder_speed")
-    latency = results.newest("multilingual", lambda ln: ln["run"] == "speed")["latency"]
+FROZEN = "multilingual_e5_small:frozen_word_embeddings"
+
+
+def encoder_speeds(results):
+    """The newest `bench/encoder_speed.py` line of a CPU with bf16 and of one without."""
+    return newest_per_class(results.newest_per_cpu(
+        "multilingual", lambda ln: ln["run"] == "encoder_speed"))
+
+
+def speed_ratios(speed):
+    """{encoder: its examples/s over MiniLM's} of an encoder_speed line (older lines give the
+    second encoder's alone)."""
+    return speed.get("ratios_over_base") or {"multilingual_e5_small": speed["ratio_this_over_base"]}
+
+
+def _speed(speed):
     eps = speed["examples_per_second"]
+    frozen = (f"; with `--freeze_word_embeddings` {num(eps[FROZEN], 2)} examples/s "
+              f"(**{num(speed_ratios(speed)[FROZEN])}x**)" if FROZEN in eps else "")
+    return (f"{where(speed)}, {speed['precision']}, batch {speed['batch_size']}: "
+            f"{num(eps['multilingual_e5_small'], 2)} against {num(eps['minilm_l6_h384_uncased'], 2)} "
+            f"examples/s (**{num(speed['ratio_this_over_base'])}x**){frozen}; "
+            f"`{one_line(speed, [PYTHON, 'bench/encoder_speed.py'])}`")
+
+
+def model_dir_size(results):
+    """The newest `bench/model_dir_size.py` line."""
+    return results.newest("multilingual", lambda ln: ln["run"] == "model_dir_size")
+
+
+def _size(line):
+    sizes = line["word_embeddings"]
+    return (f"The model dir after training ({where(line)}, {num(line['steps'])} steps, "
+            f"`{one_line(line, [PYTHON, 'bench/model_dir_size.py'])}`): "
+            f"{num(sizes['trained']['model_dir_mb'], 0)} MB, of which checkpoints "
+            f"{num(sizes['trained']['checkpoints_mb'], 0)}; with `--freeze_word_embeddings` "
+            f"{num(sizes['frozen']['model_dir_mb'], 0)} MB, of which checkpoints "
+            f"{num(sizes['frozen']['checkpoints_mb'], 0)} (**{num(line['frozen_over_trained'])}x**).")
+
+
+def multilingual(results):
+    latency = results.newest("multilingual", lambda ln: ln["run"] == "speed")
+    p50 = latency["latency"]
     return (_tweets(results) + "\n" + _xquad(results) +
-            f"\nSpeed against MiniLM ({where(speed)}): training {num(eps['multilingual_e5_small'], 2)} "
-            f"against {num(eps['minilm_l6_h384_uncased'], 2)} examples/s "
-            f"(**{num(speed['ratio_this_over_base'])}x**, {speed['precision']}, batch "
-            f"{speed['batch_size']}, `{PYTHON} bench/encoder_speed.py`); one text p50 "
-            f"{num(latency['multilingual_e5_small']['p50_ms'], 1)} against "
-            f"{num(latency['minilm']['p50_ms'], 1)} ms ({num(latency['p50_ratio_e5_over_minilm'], 2)}x).\n")
+            "\nTraining speed against MiniLM, the same MRPC batches (fixed length 128): " +
+            "; ".join(_speed(speed) for speed in encoder_speeds(results)) + ". " +
+            _size(model_dir_size(results)) +
+            f" One text p50 ({where(latency)}): {num(p50['multilingual_e5_small']['p50_ms'], 1)} "
+            f"against {num(p50['minilm']['p50_ms'], 1)} ms "
+            f"({num(p50['p50_ratio_e5_over_minilm'], 2)}x).\n")
 
 
 TABLES = dict(real_tasks=real_tasks, multitask=multitask, defaults=defaults,

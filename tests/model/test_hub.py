@@ -1,5 +1,6 @@
 """Handles: names, URLs and directories; the embedded default built once into the cache."""
 import os
+import types
 import shutil
 
 import pytest
@@ -95,6 +96,22 @@ def test_encoder_layer_loads_a_local_handle(tiny_hub):
     out = layer(dict(input_word_ids=tf.constant([[101, 102]]), input_mask=tf.constant([[1, 1]]),
                      input_type_ids=tf.constant([[0, 0]])))
     assert out["pooled_output"].shape == (1, 32) and layer.trainable_weights
+
+
+def test_frozen_word_embeddings_are_a_non_trainable_weight_of_the_layer_and_its_view(tiny_hub):
+    layer = hub.encoder_layer(os.path.join(tiny_hub, "encoder"), frozen_word_embeddings=True)
+    whole = hub.encoder_layer(os.path.join(tiny_hub, "encoder"))
+    assert [v.name for v in layer.trainable_weights] == [
+        v.name for v in whole.trainable_weights if "word_embeddings" not in v.name]
+    assert len(layer.trainable_weights) == len(whole.trainable_weights) - 1
+    assert [v.shape for v in layer.non_trainable_weights if "word_embeddings" in v.name] == [
+        (30522, 32)]
+    view = hub.pooled_view(layer)
+    assert [id(v) for v in view.trainable_variables] == [id(v) for v in layer.trainable_variables]
+    no_table = types.SimpleNamespace(trainable_variables=[tf.Variable(1.0, name="bias")])
+    with pytest.raises(hub.HandleError, match="enc: freeze_word_embeddings needs an encoder "
+                       "with one trainable variable named word_embeddings; this one has 0"):
+        hub.without_word_embeddings(no_table, "enc")
 
 
 def test_a_handle_that_is_not_a_bert_model_or_is_broken_gets_a_clear_error(tmp_path, tiny_hub):

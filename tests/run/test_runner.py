@@ -137,6 +137,26 @@ def test_gradient_accumulation_counts_a_step_per_update(tiny_hub, tmp_path):
         _run("train", tmp_path, gradient_accumulation_steps=4)
 
 
+def test_frozen_word_embeddings_stay_as_pretrained_without_optimizer_state(tiny_hub, tmp_path):
+    _run("train", tmp_path, freeze_word_embeddings=True)
+    pretrained = {v.name: v.numpy() for v in tf.saved_model.load(
+        os.path.join(tiny_hub, "encoder")).variables if "embeddings" in v.name}
+    reader = tf.train.load_checkpoint(str(tmp_path / "model" / "checkpoints"))
+    saved = {key: reader.get_tensor(key) for key, shape in reader.get_variable_to_shape_map()
+             .items() if shape in ([30522, 32], [512, 32])}
+    tables = [v for key, v in saved.items() if v.shape == (30522, 32)]
+    # saved once (for the export), as pretrained, and no optimizer moments beside it
+    assert len(tables) == 1 and not any("OPTIMIZER_SLOT" in k and saved[k].shape == (30522, 32)
+                                        for k in saved)
+    np.testing.assert_array_equal(tables[0], pretrained["bert_encoder/embeddings/word_embeddings:0"])
+    positions = [v for key, v in saved.items() if v.shape == (512, 32) and "OPTIMIZER" not in key]
+    assert not np.allclose(positions[0],  # the rest of the encoder trained
+                           pretrained["bert_encoder/embeddings/position_embeddings:0"])
+    assert json.load(open(tmp_path / "model" / "run.json"))["freeze_word_embeddings"] is True
+    with pytest.raises(UsageError, match=r"freeze_word_embeddings: True -> False"):
+        _run("train", tmp_path)
+
+
 class Scripted(WordCount):
     """WordCount whose evaluations report accuracies from a script."""
 

@@ -187,6 +187,7 @@ def load_options(on_tpu=False):
 
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 ENCODER_OUTPUTS = ("pooled_output", "sequence_output")
+WORD_EMBEDDINGS = "word_embeddings"  # the name of a BERT encoder's word-piece embedding table
 PREPROCESSOR_PARTS = ("tokenize", "bert_pack_inputs")
 
 
@@ -238,15 +239,25 @@ def tokenizer_kind(encoder_handle):
     return _build_info(encoder_handle).get("tokenizer", "wordpiece")
 
 
-def encoder_layer(handle, trainable=True, on_tpu=False, name="encoder"):
+def encoder_layer(handle, trainable=True, on_tpu=False, name="encoder",
+                  frozen_word_embeddings=False):
     """The encoder as a `hub.KerasLayer` taking the three int32 inputs, returning the Hub dict.
 
+    With `frozen_word_embeddings`, its word-piece embedding table is one of its non-trainable
+    weights (`without_word_embeddings`): training gives it no gradient and no optimizer state.
     A handle that cannot be loaded, or that loads something other than a BERT encoder (the
     dict of `ENCODER_INPUTS` in, `ENCODER_OUTPUTS` out), is a `HandleError` naming it.
     """
     try:
-        layer = hub.KerasLayer(handle, trainable=trainable, load_options=load_options(on_tpu),
-                               name=name)
+        if frozen_word_embeddings:  # (a loaded object, which KerasLayer takes without options)
+            loaded = hub.load(handle, options=load_options(on_tpu))
+            layer = hub.KerasLayer(without_word_embeddings(loaded, handle), trainable=trainable,
+                                   name=name)
+        else:
+            layer = hub.KerasLayer(handle, trainable=trainable,
+                                   load_options=load_options(on_tpu), name=name)
+    except HandleError:
+        raise
     except Exception as e:  # a broken SavedModel fails many ways
         raise HandleError(f"{handle}: cannot be loaded as a TF Hub encoder "
                           f"({type(e).__name__}: {stages.first_line(e)})") from e
@@ -258,6 +269,20 @@ def encoder_layer(handle, trainable=True, on_tpu=False, name="encoder"):
             f"{', '.join(ENCODER_INPUTS)} and returns {', '.join(ENCODER_OUTPUTS)}; this one "
             f"takes and returns {found[:1] or 'nothing callable'}")
     return layer
+
+
+def without_word_embeddings(loaded, handle):
+    """`loaded` (an encoder's SavedModel object) with its word-piece embedding table (the
+    variable named `word_embeddings`, as in TF Hub's and zoo-build-hub's BERT encoders) left
+    out of the `trainable_variables` that `hub.KerasLayer` trains; a `HandleError` naming
+    `handle` for an encoder without exactly one such table."""
+    tables = [v for v in loaded.trainable_variables if WORD_EMBEDDINGS in v.name]
+    if len(tables) != 1:
+        raise HandleError(
+            f"{handle}: `freeze_word_embeddings` needs an encoder with one trainable variable "
+            f"named {WORD_EMBEDDINGS}; this one has {len(tables)}")
+    loaded.trainable_variables = [v for v in loaded.trainable_variables if v is not tables[0]]
+    return loaded
 
 
 def position_limit(encoder):

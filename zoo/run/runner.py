@@ -239,7 +239,9 @@ def build_core(task):
     run_ = task.run
     keras.utils.set_random_seed(task.settings.seed)
     with run_.strategy.scope():
-        encoder = hub.encoder_layer(run_.handles[0], trainable=True, on_tpu=run_.on_tpu)
+        encoder = hub.encoder_layer(
+            run_.handles[0], trainable=True, on_tpu=run_.on_tpu,
+            frozen_word_embeddings=task.settings.freeze_word_embeddings)
         limit, longest = hub.position_limit(encoder), task.longest_sequence()
         if limit is not None and longest > limit:
             raise UsageError(f"`max_seq_length`={longest} is more than the {limit} positions "

@@ -26,7 +26,8 @@ MODEL_KEYS = ("task", "encoder_handle", "preprocessor_handle", "outputs", "pooli
 TRAINING_KEYS = ("train_batch_size", "gradient_accumulation_steps", "num_train_epochs",
                  "max_train_steps", "max_seq_length", "learning_rate", "warmup_proportion",
                  "decay", "weight_decay", "head_learning_rate_multiplier",
-                 "frozen_encoder_steps", "layer_decay", "reinit_layers", "seed", "class_weights",
+                 "frozen_encoder_steps", "freeze_word_embeddings", "layer_decay", "reinit_layers",
+                 "seed", "class_weights",
                  "tasks", "task_sampling", "temperature", "data")
 
 
