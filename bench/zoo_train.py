@@ -140,10 +140,10 @@ def main(argv):
         dataset = tf.data.Dataset.from_generator(
             batches, output_signature=(spec, label_spec))
         keras.utils.set_random_seed(0)
-        core = build_core(hub.encoder_layer(
-            encoder, frozen_word_embeddings=FLAGS.freeze_word_embeddings))
+        layer = hub.encoder_layer(encoder, frozen_word_embeddings=FLAGS.freeze_word_embeddings)
+        core = build_core(layer)
         # the classifier's encoder computes its last layer at [CLS] alone (zoo.model.hub.pooled_view)
-        results["pooled_only"] = core.get_layer("encoder") is not encoder
+        results["pooled_only"] = core.get_layer("encoder") is not layer
         optimizer = create_optimizer(5e-5, len(rows), 0, jit_compile=fused)
         train_step, _ = step_functions(core, optimizer, loss, {}, strategy,
                                        len(rows[0]))

@@ -9,8 +9,6 @@ __all__ = ["INPUT_NAMES", "TextPacker", "build_text_classifier", "classifier_cor
            "export_classifier", "multi_head_core", "regression_core", "resolve_handles",
            "span_core", "tagging_core", "text_model"]
 
-PRECISIONS = ("fp32", "bf16")
-
 
 def export_classifier(export_dir, core, packer, label_names, precision="fp32", pair=False,
                       trim_padding=True):
@@ -43,11 +41,12 @@ def export_classifier(export_dir, core, packer, label_names, precision="fp32", p
     ```
     """
     from zoo.base.errors import UsageError
-    from zoo.compute.precision import check_export_cpu
+    from zoo.compute.precision import EXPORT_PRECISIONS, check_export_cpu
     from zoo.export import frozen_core, savedmodel
 
-    if precision not in PRECISIONS:
-        raise UsageError(f"precision must be one of {', '.join(PRECISIONS)}, not {precision!r}")
+    if precision not in EXPORT_PRECISIONS:
+        raise UsageError(f"precision must be one of {', '.join(EXPORT_PRECISIONS)}, not "
+                         f"{precision!r}")
     check_export_cpu(precision)
     classes = getattr(core, "output_shape", (None,))[-1]  # (a subclassed model may not say)
     if classes is not None and len(label_names) != classes:

@@ -62,6 +62,7 @@ def _quality_rows(results):
     f1 = squad2["from_squad_v11"]["held_out"]["f1"]
     beam = results.newest("batch_predict")
     buckets = results.newest("buckets")
+    model_dir = model_dir_size(results)
     return [
         ["bf16 export minus fp32, MRPC accuracy (mean of 3 models, 64 rows a request)",
          f"{num(change, 2, sign=True)} points",
@@ -91,12 +92,12 @@ def _quality_rows(results):
            _check(speed["ratio_this_over_base"], 0.48), where(speed),
            "[Many languages](#many-languages)"] for speed in encoder_speeds(results)] + [
         ["multilingual-e5-small's model dir, GB; with `--freeze_word_embeddings`",
-         f"{num(gb(size, 'trained'), 2)}; {num(gb(size, 'frozen'), 2)}",
-         _check(gb(size, "trained"), 0.8, lower=True), where(size),
-         "[Many languages](#many-languages)"] for size in [model_dir_size(results)]]
+         f"{num(_gb(model_dir, 'trained'), 2)}; {num(_gb(model_dir, 'frozen'), 2)}",
+         _check(_gb(model_dir, "trained"), 0.8, lower=True), where(model_dir),
+         "[Many languages](#many-languages)"]]
 
 
-def gb(line, setting):
+def _gb(line, setting):
     """A model dir's size in GB (2^30 bytes) of a model_dir_size line."""
     return line["word_embeddings"][setting]["model_dir_mb"] / 1024
 
