@@ -2,7 +2,7 @@
 # multilingual-e5-small on many languages (issue 46); bench/multilingual.py collects the results
 # as JSON lines:
 #
-#   bench/multilingual.sh [tweets xquad speed]   # default: all three
+#   bench/multilingual.sh [tweets xquad speed frozen]   # default: the first three
 #   .venv/bin/python bench/multilingual.py >> bench/results/multilingual.jsonl
 #
 # tweets: the XLM-T sentiment benchmark (3 classes) of each language in
@@ -15,6 +15,9 @@
 # (bench/encoder_speed.py), and MiniLM trained on the English tweets with the same flags as
 # tweets' English run, for the one-text latency of both exports called in turn
 # (bench/latency_ab.py --time_exports).
+# frozen: tweets' run of each language with the word-piece embeddings trained
+# (trained_tweets_<language>, --nofreeze_word_embeddings) and frozen (frozen_tweets_<language>,
+# --freeze_word_embeddings), the two taken in turn, the first alternating by language.
 # Model dirs and logs go to $RUNS (default runs/multilingual); a run whose results are there
 # already is not run again. A finished run keeps its newest checkpoint only (a checkpoint of
 # multilingual-e5-small with its optimizer state is 1.4 GB, and a run writes three).
@@ -39,12 +42,13 @@ newest_only() {  # $1: a finished model dir
   find "$c" -name 'ckpt-*' ! -name "$(basename "$newest").*" -delete
 }
 
-tweets_run() {  # $1: model dir name, $2: language, $3: encoder; the English runs export
+tweets_run() {  # $1: model dir name, $2: language, $3: encoder, then further training flags;
+  # the English runs export
   local dir="$R/$1" data="$D/xlmt_sentiment/$2" export=()
   [ -f "$dir/test_eval.json" ] && return
   [ "$2" = english ] && export=(--export_dir="$dir/export/1")
-  log "tweets, $2, $3"
-  $PY -m tasks.classify.train "${TWEETS[@]}" --encoder_handle="$3" "${export[@]}" \
+  log "tweets, $2, $3 ${*:4}"
+  $PY -m tasks.classify.train "${TWEETS[@]}" --encoder_handle="$3" "${export[@]}" "${@:4}" \
     --mode=train_and_eval --train_file="$data/train.csv" --eval_file="$data/val.csv" \
     --model_dir="$dir" > "$dir.log" 2>&1
   cp "$dir/eval_results.json" "$dir/val_eval.json"
@@ -70,6 +74,19 @@ tweets() {
       cp "$R/tweets_english/eval_results.json" "$R/zero_shot_$lang.$split.json"
     done
     touch "$out"
+  done
+}
+
+frozen() {
+  local i=0 lang
+  for lang in $LANGS; do
+    if ((i++ % 2)); then
+      tweets_run "frozen_tweets_$lang" "$lang" "$E5" --freeze_word_embeddings
+      tweets_run "trained_tweets_$lang" "$lang" "$E5" --nofreeze_word_embeddings
+    else
+      tweets_run "trained_tweets_$lang" "$lang" "$E5" --nofreeze_word_embeddings
+      tweets_run "frozen_tweets_$lang" "$lang" "$E5" --freeze_word_embeddings
+    fi
   done
 }
 

@@ -233,6 +233,28 @@ def _size(line):
             f"{num(sizes['frozen']['checkpoints_mb'], 0)} (**{num(line['frozen_over_trained'])}x**).")
 
 
+def frozen_accuracy(results):
+    """The newest `bench/multilingual.sh frozen` line, or None."""
+    found = [ln for ln in results["multilingual"] if ln["run"] == "frozen_word_embeddings"]
+    return found[-1] if found else None
+
+
+def _frozen(line):
+    if line is None:
+        return ""
+    rows = line["languages"]  # (one paragraph with the speed and size: BENCHMARKS.md's length)
+    per_language = ", ".join(
+        f"{language} {num(r['trained']['test_f1_macro'], 4)} / {num(r['frozen']['test_f1_macro'], 4)}"
+        for language, r in rows.items())
+    mean, change = line["mean"], line["frozen_minus_trained"]
+    return (f"With `--freeze_word_embeddings` ({where(line)}, "
+            f"{next(iter(rows.values()))['trained']['training']['precision']}, "
+            f"`bench/multilingual.sh frozen`), test macro F1 trained / frozen: {per_language}; "
+            f"mean {num(mean['trained']['test_f1_macro'], 4)} / "
+            f"{num(mean['frozen']['test_f1_macro'], 4)} (**{points(change['test_f1_macro'])} "
+            f"points**; val {points(change['val_f1_macro'])}).")
+
+
 def multilingual(results):
     latency = results.newest("multilingual", lambda ln: ln["run"] == "speed")
     p50 = latency["latency"]
@@ -242,7 +264,8 @@ def multilingual(results):
             _size(model_dir_size(results)) +
             f" One text p50 ({where(latency)}): {num(p50['multilingual_e5_small']['p50_ms'], 1)} "
             f"against {num(p50['minilm']['p50_ms'], 1)} ms "
-            f"({num(p50['p50_ratio_e5_over_minilm'], 2)}x).\n")
+            f"({num(p50['p50_ratio_e5_over_minilm'], 2)}x). " + _frozen(frozen_accuracy(results))
+            + "\n")
 
 
 TABLES = dict(real_tasks=real_tasks, multitask=multitask, defaults=defaults,

@@ -37,7 +37,7 @@ def _csv(path, header, rows):
 
 
 def test_classification_regression_and_multi_label_share_one_multi_task_export(
-        tiny_multilingual_hub, tweets, tmp_path):
+        tiny_multilingual_hub, tweets, tmp_path, capsys):
     pairs = _csv(tmp_path / "pairs.csv", ["a", "b", "score"], PAIRS * 3)
     emotions = _csv(tmp_path / "emotions.csv", ["text", "labels"], EMOTIONS * 3)
     specs = dict(tweets=dict(kind="classify", train_file=tweets["train"],
@@ -57,6 +57,8 @@ def test_classification_regression_and_multi_label_share_one_multi_task_export(
     assert {"tweets/f1_macro", "similarity/pearson", "emotions/f1_micro"} <= set(results)
     run = json.load(open(os.path.join(model_dir, "run.json")))  # what e5 was trained for
     assert run["pooling"] == {"tweets": "mean", "similarity": "mean", "emotions": "mean"}
+    assert run["freeze_word_embeddings"] is True  # unset: e5's 250,037 pieces stay as pretrained
+    assert "the encoder's 250,037 word-piece embeddings stay as pretrained" in capsys.readouterr().out
     export = f"{model_dir}/export/1"
     rows = serving.load(export).predict(["great loved", "Видео просто ужасное", "这部电影太无聊了"])
     assert [sorted(r["probabilities"]) for r in rows] == [["negative", "neutral", "positive"]] * 3

@@ -114,6 +114,23 @@ def test_frozen_word_embeddings_are_a_non_trainable_weight_of_the_layer_and_its_
         hub.without_word_embeddings(no_table, "enc")
 
 
+def test_a_multilingual_vocabulary_is_large_and_its_table_frozen_unless_told(
+        tiny_hub, tiny_multilingual_hub, tmp_path):
+    english, multilingual = (os.path.join(h, "encoder") for h in (tiny_hub, tiny_multilingual_hub))
+    assert hub.word_embedding_rows(english) == 30522 and not hub.large_vocabulary(english)
+    assert hub.word_embedding_rows(multilingual) == 250037 and hub.large_vocabulary(multilingual)
+    for handle, frozen in ((english, False), (multilingual, True)):
+        unset = hub.encoder_layer(handle, frozen_word_embeddings=None)
+        assert any("word_embeddings" in v.name for v in unset.non_trainable_weights) == frozen
+    trained = hub.encoder_layer(multilingual, frozen_word_embeddings=False)
+    assert any("word_embeddings" in v.name for v in trained.trainable_weights)
+    no_table = tf.Module()  # a SavedModel without a word-piece table: nothing to freeze
+    no_table.scale = tf.Variable(2.0, name="scale")
+    tf.saved_model.save(no_table, str(tmp_path / "no_table"))
+    assert hub.word_embedding_rows(str(tmp_path / "no_table")) is None
+    assert not hub.large_vocabulary(str(tmp_path / "no_table"))
+
+
 def test_a_handle_that_is_not_a_bert_model_or_is_broken_gets_a_clear_error(tmp_path, tiny_hub):
     # A SavedModel that is no BERT encoder: one float input, one output.
     other = tf.Module()
@@ -130,8 +147,9 @@ def test_a_handle_that_is_not_a_bert_model_or_is_broken_gets_a_clear_error(tmp_p
     data = (broken / "saved_model.pb").read_bytes()
     (broken / "saved_model.pb").write_bytes(data[:len(data) // 3])
     shutil.rmtree(broken / "variables")
-    with pytest.raises(hub.HandleError, match=r"broken: cannot be loaded as a TF Hub encoder"):
-        hub.encoder_layer(str(broken))
+    for frozen in (False, None):  # None: the table's size is read first
+        with pytest.raises(hub.HandleError, match=r"broken: cannot be loaded as a TF Hub encoder"):
+            hub.encoder_layer(str(broken), frozen_word_embeddings=frozen)
     with pytest.raises(hub.HandleError, match=r"broken: cannot be loaded as a TF Hub preproc"):
         hub.load_preprocessor(str(broken))
 

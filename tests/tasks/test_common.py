@@ -84,6 +84,15 @@ def _help_flags(module):
     return {name for names in _help_sections(module).values() for name in names}
 
 
+def test_a_setting_whose_default_is_unset_is_a_bool_flag_that_may_be_left_out(flags, tmp_path):
+    assert flags.freeze_word_embeddings is None  # the run decides (by the encoder's vocabulary)
+    for given, value in (("--freeze_word_embeddings", True), ("--nofreeze_word_embeddings", False),
+                         ("--freeze_word_embeddings=false", False)):
+        flags.unparse_flags()
+        flags(["test", f"--model_dir={tmp_path}", given])
+        assert flags.freeze_word_embeddings is value, given
+
+
 def test_each_tasks_help_lists_only_the_flags_it_uses():
     squad_flags = _help_flags("tasks.squad.train")
     assert {"doc_stride", "max_query_length", "train_file", "model_dir", "precision",

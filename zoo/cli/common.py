@@ -8,6 +8,7 @@ uses, in sections by the settings' groups (`SECTIONS`). `main()` is `run_kind(ki
 builds the data spec and the settings back from the parsed flags and runs the mode.
 """
 import traceback
+from typing import Optional
 
 from absl import flags
 
@@ -37,7 +38,7 @@ def _define(field):
     if meta.get("choices"):
         flags.DEFINE_enum(name, default, list(meta["choices"]), help_text,
                           module_name=module_name)
-    elif field.type is bool:
+    elif field.type in (bool, Optional[bool]):  # (unset: None, the setting's own default)
         flags.DEFINE_bool(name, default, help_text, module_name=module_name)
     elif field.type is int:
         flags.DEFINE_integer(name, default, help_text, module_name=module_name)

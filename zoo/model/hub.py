@@ -20,6 +20,7 @@ import zoo  # noqa: F401  (selects tf_keras before TensorFlow is imported)
 import tensorflow as tf
 import tensorflow_hub as hub
 import tensorflow_text  # noqa: F401  (registers the ops a preprocessor needs; tensorflow/hub#705)
+from tensorflow.core.protobuf import saved_model_pb2
 
 from zoo.base import fs, stages
 from zoo.base.errors import NamesSettings
@@ -188,6 +189,9 @@ def load_options(on_tpu=False):
 ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 ENCODER_OUTPUTS = ("pooled_output", "sequence_output")
 WORD_EMBEDDINGS = "word_embeddings"  # the name of a BERT encoder's word-piece embedding table
+# Word pieces over which training leaves the table as pretrained unless told otherwise: the
+# multilingual vocabularies (multilingual-e5-small's 250,037), not the English ones (30,522).
+LARGE_VOCABULARY = 100_000
 PREPROCESSOR_PARTS = ("tokenize", "bert_pack_inputs")
 
 
@@ -245,9 +249,12 @@ def encoder_layer(handle, trainable=True, on_tpu=False, name="encoder",
 
     With `frozen_word_embeddings`, its word-piece embedding table is one of its non-trainable
     weights (`without_word_embeddings`): training gives it no gradient and no optimizer state.
+    None: frozen if the table has more than `LARGE_VOCABULARY` rows (`large_vocabulary`).
     A handle that cannot be loaded, or that loads something other than a BERT encoder (the
     dict of `ENCODER_INPUTS` in, `ENCODER_OUTPUTS` out), is a `HandleError` naming it.
     """
+    if frozen_word_embeddings is None:
+        frozen_word_embeddings = large_vocabulary(handle)
     try:
         if frozen_word_embeddings:  # (a loaded object, which KerasLayer takes without options)
             loaded = hub.load(handle, options=load_options(on_tpu))
@@ -269,6 +276,33 @@ def encoder_layer(handle, trainable=True, on_tpu=False, name="encoder",
             f"{', '.join(ENCODER_INPUTS)} and returns {', '.join(ENCODER_OUTPUTS)}; this one "
             f"takes and returns {found[:1] or 'nothing callable'}")
     return layer
+
+
+def word_embedding_rows(handle):
+    """The rows of the word-piece embedding table (the variable named `WORD_EMBEDDINGS`) of the
+    encoder at `handle`, read from its saved_model.pb without loading it; None if it has no
+    such variable or no saved_model.pb. A handle that cannot be fetched or read is a
+    `HandleError`."""
+    saved = saved_model_pb2.SavedModel()
+    try:
+        path = fs.join(hub.resolve(handle), "saved_model.pb")
+        if not fs.exists(path):
+            return None
+        with tf.io.gfile.GFile(path, "rb") as f:
+            saved.ParseFromString(f.read())
+    except Exception as e:  # a URL out of reach, a download cut short, a broken file
+        raise HandleError(f"{handle}: cannot be loaded as a TF Hub encoder "
+                          f"({type(e).__name__}: {stages.first_line(e)})") from e
+    for node in saved.meta_graphs[0].object_graph_def.nodes:
+        if node.WhichOneof("kind") == "variable" and WORD_EMBEDDINGS in node.variable.name:
+            return node.variable.shape.dim[0].size
+    return None
+
+
+def large_vocabulary(handle):
+    """Whether the encoder at `handle` has more than `LARGE_VOCABULARY` word pieces: then
+    training leaves its table as pretrained unless told otherwise (`freeze_word_embeddings`)."""
+    return (word_embedding_rows(handle) or 0) > LARGE_VOCABULARY
 
 
 def without_word_embeddings(loaded, handle):

@@ -13,6 +13,7 @@ its settings and data by a `zoo.kinds.kind.Kind`; a new kind never copies this p
 (BUILD.md, "Add a task").
 """
 import contextlib
+import dataclasses
 import time
 
 import tf_keras as keras
@@ -287,7 +288,22 @@ def evaluate(task, core, step=None, epoch=None, epochs=None, announce=True, summ
     return results
 
 
+def _word_embeddings_decided(task):
+    """The task's settings with an unset `freeze_word_embeddings` decided by its encoder's
+    vocabulary (`hub.large_vocabulary`), so that run.json records what trained."""
+    s = task.settings
+    if s.freeze_word_embeddings is not None:
+        return s
+    frozen = hub.large_vocabulary(task.run.handles[0])
+    if frozen and task.run.chief:
+        print(f"note: the encoder's {hub.word_embedding_rows(task.run.handles[0]):,} word-piece "
+              "embeddings stay as pretrained (freeze_word_embeddings, unset: on for a vocabulary "
+              f"over {hub.LARGE_VOCABULARY:,} pieces; set it off to train them)")
+    return dataclasses.replace(s, freeze_word_embeddings=frozen)
+
+
 def _train(task, evaluate_each_epoch):
+    task.settings = _word_embeddings_decided(task)
     s, run_ = task.settings, task.run
     data = task.prepare_training(evaluate_each_epoch)
     record = dict(run_record.describe(task.NAME, s, task.outputs(), data.fingerprint),

@@ -103,11 +103,12 @@ class RunSettings:
         1.0, "Layer-wise learning-rate decay: the encoder's top layer learns at this times the "
         "rate, each layer below at this times the one above, the embeddings last (1: none).",
         low=0, low_open=True, high=1, group="trainer")
-    freeze_word_embeddings: bool = setting(
-        False, "Keep the encoder's word-piece embedding table as pretrained: no gradient and no "
-        "optimizer state for it (the position embeddings and the layers still train). With a "
-        "large vocabulary, such as multilingual-e5-small's, a training step takes less time "
-        "and a checkpoint less space (docs/training.md).", group="trainer")
+    freeze_word_embeddings: Optional[bool] = setting(
+        None, "Keep the encoder's word-piece embedding table as pretrained: no gradient and no "
+        "optimizer state for it (the position embeddings and the layers still train); a step "
+        "takes less time and a checkpoint less space. Unset: on for an encoder with a "
+        "multilingual vocabulary, such as multilingual-e5-small's (over 100,000 pieces), off "
+        "for others (docs/training.md).", group="trainer")
     reinit_layers: int = setting(
         0, "Draw the top N transformer layers of the encoder anew before training (for small "
         "data sets; after --init_from).", low=0, group="trainer")
