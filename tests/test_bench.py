@@ -119,5 +119,10 @@ def test_a_newer_line_replaces_its_cpus_figures_and_a_new_cpu_gets_a_row(monkeyp
     assert "Zen 3, 2099-01-02" in text and "**9.876**" in text
     assert "Zen 3, " + base.date(zen3) not in text  # the older Zen 3 line is gone
     assert "| Zen 1, " in text
+    hidden = json.loads(json.dumps(zen3))  # a Zen 4 whose virtual machine hides its AVX-512
+    hidden["machine"].update(cpu_family="25", cpu_model="17", cpu_flags=["avx2", "fma"])
+    results["train_throughput"].append(hidden)
+    text = importlib.import_module("tables.training").training(results)
+    assert "| Zen 4 (AVX2 only), " in text and "| Zen 4, " in text
     with pytest.raises(LookupError, match="no line"):
         base.Results(train_throughput=[]).newest("train_throughput")

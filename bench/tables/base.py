@@ -13,6 +13,9 @@ CPU_NAMES = {
     ("AMD", "23", "1"): "Zen 1", ("AMD", "25", "1"): "Zen 3", ("AMD", "25", "17"): "Zen 4",
     ("AMD", "26", "2"): "Zen 5", ("Intel", "6", "207"): "Xeon 6/207",
 }
+# A virtual machine may hide a CPU's AVX-512 (a Zen 4 that shows AVX2 alone): its figures are
+# another kind's, so its name says so.
+AVX512_KINDS = ("Zen 4", "Zen 5", "Xeon 6/207")
 
 
 class Results(dict):
@@ -61,7 +64,10 @@ def cpu(line):
     vendor = "Intel" if "Intel" in (machine.get("cpu") or "") else "AMD"
     key = (vendor, machine.get("cpu_family"), machine.get("cpu_model"))
     if key in CPU_NAMES:
-        return CPU_NAMES[key]
+        name = CPU_NAMES[key]
+        flags = machine.get("cpu_flags")
+        hidden = name in AVX512_KINDS and flags is not None and "avx512f" not in flags
+        return f"{name} (AVX2 only)" if hidden else name
     return f"{machine.get('cpu', 'unknown CPU')} {key[1]}/{key[2]}" if machine else "any CPU"
 
 
