@@ -1,9 +1,12 @@
 """What the benchmarks share, with no framework imported: running a side in a process of its own,
 the MiniLM folder, the data, the timing loops (both sides use them) and the machine line."""
+import collections
 import contextlib
 import csv
+import glob
 import json
 import os
+import re
 import resource
 import subprocess
 import sys
@@ -279,3 +282,35 @@ def timed_steps(step, batches, warmup_steps, faults=None, warmup=None):
     if warmup is not None:
         warmup.append(began - start)
     return seconds
+
+
+def op_times(logdir, steps):
+    """({op type: ms per step}, {op, folded: ms per step}) from the trace under `logdir`: the
+    events named "op:type" of a registered op type (the input pipeline's PyFunc among them,
+    which runs beside the step)."""
+    from tensorflow.python.framework import op_def_registry
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+    space = xplane_pb2.XSpace()
+    with open(glob.glob(f"{logdir}/**/*.xplane.pb", recursive=True)[0], "rb") as f:
+        space.ParseFromString(f.read())
+    by_type, by_op = collections.Counter(), collections.Counter()
+    for plane in space.planes:
+        names = {k: v.name for k, v in plane.event_metadata.items()}
+        for line in plane.lines:
+            for event in line.events:
+                op, _, kind = names.get(event.metadata_id, "").rpartition(":")
+                if not op or op_def_registry.get(kind) is None:  # not an op: a region, a call
+                    continue
+                ms = event.duration_ps / 1e9 / steps
+                by_type[kind] += ms
+                by_op[fold(op) + ":" + kind] += ms
+    return by_type, by_op
+
+
+def fold(op):
+    """An op's name without its function-call scopes, its layer's index as N, "GRAD " before a
+    gradient's."""
+    grad = "GRAD " if "gradients" in op else ""
+    op = op.split("bert_encoder/")[-1]
+    op = re.sub(r"(Stateful)?PartitionedCall(_grad)?/|gradients/", "", op)
+    return grad + re.sub(r"transformer_\d+", "transformer_N", op)

@@ -53,8 +53,10 @@ flags.DEFINE_integer("rounds", 3, "Rounds of runs (medians are reported).")
 flags.DEFINE_integer("latency_requests", 200, "One-text requests of the latency run.")
 flags.DEFINE_list("peer_configs", ["fp32-sdpa", "bf16-sdpa", "bf16-sdpa-compile"],
                   "Peer settings: PRECISION-ATTENTION[-compile].")
-flags.DEFINE_list("zoo_configs", ["fp32", "bf16"], "zoo settings: PRECISION[-onednn_on|"
-                  "-onednn_off]: the export's precision; onednn: TF_ENABLE_ONEDNN_OPTS=1 or 0 "
+flags.DEFINE_list("zoo_configs", ["fp32", "bf16"], "zoo settings: PRECISION[-small]"
+                  "[-onednn_on|-onednn_off]: the export's precision; small: an fp32 export with "
+                  "the small-request copy (`export_classifier(small_requests=True)`); onednn: "
+                  "TF_ENABLE_ONEDNN_OPTS=1 or 0 "
                   "in the runs' environment, else the throughput and latency run (plain "
                   "TensorFlow, as TF Serving) takes TensorFlow's default and the first "
                   "prediction (zoo.serving) zoo's.")
@@ -85,11 +87,20 @@ def write_exports(folder):
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, TOKENS_FILE), "w", encoding="utf-8") as f:
         json.dump(token_counts(packer), f)
-    for precision in sorted({config.split("-")[0] for config in FLAGS.zoo_configs}):
+    for export in sorted({export_name(config) for config in FLAGS.zoo_configs}):
+        precision, small = export.split("_")[0], export.endswith("_small")
         for trim in [True] + ([False] if "fixed" in FLAGS.policies else []):
-            name = precision if trim else f"{precision}_fixed"
+            name = export if trim else f"{export}_fixed"
             models.export_classifier(os.path.join(folder, name), core, packer, labels,
-                                     precision=precision, trim_padding=trim)
+                                     precision=precision, trim_padding=trim,
+                                     small_requests=True if small else None)
+
+
+def export_name(config):
+    """The export a zoo setting runs: its precision, `_small` with the small-request copy
+    asked for (`PRECISION-small`; a bf16 export has it anyway)."""
+    parts = config.split("-")
+    return parts[0] + ("_small" if "small" in parts[1:] else "")
 
 
 def token_counts(packer):
@@ -117,9 +128,9 @@ def command(side, config, exports):
               f"--policies={','.join(FLAGS.policies)}", f"--repeats={FLAGS.repeats}",
               f"--latency_requests={FLAGS.latency_requests}"]
     if side == "zoo":
-        precision = config.split("-")[0]
-        return ["zoo_infer.py", f"--export_dir={os.path.join(exports, precision)}",
-                f"--fixed_export_dir={os.path.join(exports, precision + '_fixed')}", *timing]
+        export = export_name(config)
+        return ["zoo_infer.py", f"--export_dir={os.path.join(exports, export)}",
+                f"--fixed_export_dir={os.path.join(exports, export + '_fixed')}", *timing]
     parts = config.split("-")
     return ["peer_infer.py", f"--precision={parts[0]}", f"--attention={parts[1]}",
             f"--max_seq_length={FLAGS.max_seq_length}", *timing] + (

@@ -13,16 +13,13 @@ those of `bench/train_throughput.py`. `--code_dir` profiles the zoo of another c
 worktree of another commit) with this script, for an A/B of op times; the line records its git.
 Prints one JSON line.
 """
-import collections
-import glob
 import json
 import os
-import re
 import tempfile
 
 from absl import app, flags
 
-from common import BENCH, batch_plan, last_json, machine, run_script
+from common import BENCH, batch_plan, last_json, machine, op_times, run_script
 
 ROOT = os.path.dirname(BENCH)
 flags.DEFINE_enum("padding", "bucketed", ["fixed", "dynamic", "bucketed"], "Batch policy.")
@@ -37,38 +34,6 @@ flags.DEFINE_string("data_dir", os.path.join(ROOT, "..", "shared", "data", "mrpc
 flags.DEFINE_string("encoder_handle", "minilm_l6_h384_uncased", "Encoder (a zoo-models name or "
                     "Hub folder); with another tokenizer than MiniLM's, use --padding=fixed.")
 FLAGS = flags.FLAGS
-
-
-def op_times(logdir, steps):
-    """({op type: ms per step}, {op, folded: ms per step}) from the trace under `logdir`: the
-    events named "op:type" of a registered op type (the input pipeline's PyFunc among them,
-    which runs beside the step)."""
-    from tensorflow.python.framework import op_def_registry
-    from tensorflow.tsl.profiler.protobuf import xplane_pb2
-    space = xplane_pb2.XSpace()
-    with open(glob.glob(f"{logdir}/**/*.xplane.pb", recursive=True)[0], "rb") as f:
-        space.ParseFromString(f.read())
-    by_type, by_op = collections.Counter(), collections.Counter()
-    for plane in space.planes:
-        names = {k: v.name for k, v in plane.event_metadata.items()}
-        for line in plane.lines:
-            for event in line.events:
-                op, _, kind = names.get(event.metadata_id, "").rpartition(":")
-                if not op or op_def_registry.get(kind) is None:  # not an op: a region, a call
-                    continue
-                ms = event.duration_ps / 1e9 / steps
-                by_type[kind] += ms
-                by_op[fold(op) + ":" + kind] += ms
-    return by_type, by_op
-
-
-def fold(op):
-    """An op's name without its function-call scopes, its layer's index as N, "GRAD " before a
-    gradient's."""
-    grad = "GRAD " if "gradients" in op else ""
-    op = op.split("bert_encoder/")[-1]
-    op = re.sub(r"(Stateful)?PartitionedCall(_grad)?/|gradients/", "", op)
-    return grad + re.sub(r"transformer_\d+", "transformer_N", op)
 
 
 def main(argv):

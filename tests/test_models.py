@@ -36,6 +36,21 @@ def test_a_users_core_serves_what_it_computes(classifier, tmp_path):
     np.testing.assert_allclose(_served(fp32, TEXTS), _expected(classifier), atol=1e-5)
 
 
+def test_an_fp32_export_with_the_small_request_copy_serves_what_the_core_computes(
+        classifier, tmp_path):
+    path = models.export_classifier(str(tmp_path / "small" / "1"), *classifier, LABELS,
+                                    small_requests=True)
+    # the core frozen in fp32: a single text takes the small-request copy, the three the other
+    # (oneDNN, which `import zoo` turns on, fuses the frozen graph's ops in its own order)
+    np.testing.assert_allclose(_served(path, TEXTS), _expected(classifier), atol=1e-4)
+    core, packer = classifier
+    alone = tf.nn.softmax(core(packer(tf.constant(TEXTS[2:])), training=False)).numpy()
+    np.testing.assert_allclose(_served(path, TEXTS[2:]), alone, atol=1e-4)
+    graph = tf.saved_model.load(path).signatures["serving_default"].graph.as_graph_def()
+    functions = [node.name for f in graph.library.function for node in f.node_def]
+    assert any(name.endswith("is_small_request") for name in functions)
+
+
 @pytest.mark.skipif(not precision.cpu_flags() & precision.REWRITE_CPU_FLAGS,
                     reason="TensorFlow's oneDNN bf16 rewrite does not run on this CPU")
 def test_a_bf16_export_serves_near_the_core(classifier, tmp_path):

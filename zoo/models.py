@@ -11,7 +11,7 @@ __all__ = ["INPUT_NAMES", "TextPacker", "build_text_classifier", "classifier_cor
 
 
 def export_classifier(export_dir, core, packer, label_names, precision="fp32", pair=False,
-                      trim_padding=True):
+                      trim_padding=True, small_requests=None):
     """Writes a classifier core as a TF Serving SavedModel whose signatures take raw text, as
     `zoo export` writes a trained model's: `serving_default` maps `text` (or `text_a` and
     `text_b` with `pair`) to `label`, `label_id` and `probabilities`; `zoo.serving.load` and
@@ -30,6 +30,10 @@ def export_classifier(export_dir, core, packer, label_names, precision="fp32", p
         pair: whether the model classifies a pair of texts.
         trim_padding: pad each request to its longest text (default); False pads every request
             to the packer's length (one shape, for accelerators that compile per shape).
+        small_requests: give calls of a few tokens a graph of their own, made for one-text
+            latency (`zoo.export.small_requests`); None (default): on for bf16, off for fp32,
+            where it freezes the core (one text faster with TensorFlow's oneDNN rewrites on, a
+            slower load and first call).
 
     Example:
     ```python
@@ -51,5 +55,6 @@ def export_classifier(export_dir, core, packer, label_names, precision="fp32", p
     classes = getattr(core, "output_shape", (None,))[-1]  # (a subclassed model may not say)
     if classes is not None and len(label_names) != classes:
         raise UsageError(f"{len(label_names)} label names for a core of {classes} classes")
-    return savedmodel.export_classifier(export_dir, frozen_core.serving_core(core, precision),
-                                        packer, list(label_names), pair, trim_padding)
+    return savedmodel.export_classifier(
+        export_dir, frozen_core.serving_core(core, precision, small_requests), packer,
+        list(label_names), pair, trim_padding)

@@ -56,6 +56,18 @@ def test_fp32_frozen_core_computes_what_the_core_does(classifier):
     assert {v.shape.rank for v in frozen.variables} == {1, 2}
 
 
+def test_an_fp32_export_is_the_core_unless_it_asks_for_the_small_request_copy(classifier):
+    core, _ = classifier
+    assert frozen_core.serving_core(core, "fp32") is core
+    assert frozen_core.serving_core(core, "fp32", small_requests=False) is core
+    frozen = frozen_core.serving_core(core, "fp32", small_requests=True)
+    assert isinstance(frozen, frozen_core.FrozenCore) and frozen.small_requests
+    assert frozen.precision == "fp32" and _matmul_dtypes(frozen) == {"float32"}
+    assert "is_small_request" in {node.name for node in frozen._graph_def.node}
+    both = frozen_core.serving_core({"a": core, "b": core}, "fp32", small_requests=True)
+    assert all(isinstance(one, frozen_core.FrozenCore) for one in both.values())
+
+
 @pytest.mark.parametrize("precision", [
     "fp32", pytest.param("bf16", marks=needs_rewrite)])
 def test_a_small_request_takes_the_small_request_copy(classifier, precision):

@@ -19,7 +19,8 @@ difference, for one text it was as large a saving as the small-request copy's (t
 an export: BENCHMARKS.md, inference).
 
 The export is fast on a CPU with native bf16 (AMX-BF16 or AVX512_BF16); elsewhere oneDNN would
-emulate bf16 (not measured): fp32 stays the default.
+emulate bf16 (not measured): fp32 stays the default. An fp32 export is the core itself unless it
+asks for the small-request copy (`serving_core`): then it is a `FrozenCore` in fp32.
 """
 import collections
 import copy
@@ -39,12 +40,19 @@ _SAME_WIDTH_INTEGER = {tf.bfloat16.as_datatype_enum: tf.int16.as_datatype_enum,
                        tf.float32.as_datatype_enum: tf.int32.as_datatype_enum}
 
 
-def serving_core(core, precision, small_requests=True):
-    """What an export of `precision` runs: `core` itself for fp32 (its variables are saved);
-    a bf16 `FrozenCore` of it for bf16 (with the small-request copy unless `small_requests` is
-    False), one per task of a {task: core} dict (each then stores the encoder's weights of its
-    own)."""
-    if precision == "fp32":
+def serving_core(core, precision, small_requests=None):
+    """What an export of `precision` runs: for fp32, `core` itself (its variables are saved),
+    or with `small_requests` a fp32 `FrozenCore` with the small-request copy; for bf16 a bf16
+    `FrozenCore` (with the copy unless `small_requests` is False). One per task of a
+    {task: core} dict (each then stores the encoder's weights of its own).
+
+    `small_requests` unset (None) is on for bf16 and off for fp32: a frozen fp32 export answers
+    one text faster where TensorFlow's oneDNN rewrites run (TF_ENABLE_ONEDNN_OPTS=1, which
+    `import zoo` sets), but it takes longer to load and to answer its first call (BENCHMARKS.md,
+    inference), so a plain fp32 export stays the default."""
+    if small_requests is None:
+        small_requests = precision != "fp32"
+    if precision == "fp32" and not small_requests:
         return core
     if isinstance(core, dict):
         return {name: FrozenCore(one, precision, small_requests) for name, one in core.items()}

@@ -166,11 +166,12 @@ class RunSettings:
         "AMX-BF16 or AVX512_BF16: others emulate bf16. Writing it needs a CPU with AVX-512 or "
         "AVX-NE-CONVERT.",
         choices=EXPORT_PRECISIONS, group="export")
-    export_small_requests: bool = setting(
-        True, "With --export_precision=bf16: give calls of a few tokens a copy of the graph of "
-        "their own, made for one-text latency (zoo.export.small_requests); "
-        "--noexport_small_requests keeps one copy (a smaller graph, slower single texts).",
-        group="export")
+    export_small_requests: Optional[bool] = setting(
+        None, "Give calls of a few tokens a copy of the graph of their own, made for one-text "
+        "latency (zoo.export.small_requests). Unset: on for --export_precision=bf16, off for "
+        "fp32, where the copy means a frozen graph that answers one text faster with "
+        "TensorFlow's oneDNN rewrites on (TF_ENABLE_ONEDNN_OPTS=1) but loads and answers its "
+        "first call slower. --noexport_small_requests keeps one copy.", group="export")
     export_format: str = setting(
         "savedmodel", "What --export_dir gets: savedmodel (for TF Serving and zoo.serving) or "
         "litert (EXPORT_DIR/model.tflite for phones and edge boxes, run by zoo.litert; class, "
