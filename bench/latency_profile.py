@@ -5,7 +5,8 @@ each, by op type and by op (layer index folded), per call, beside the call's wal
       >> bench/results/latency_profile.jsonl
 
 A fresh MiniLM classifier (a head on [CLS], as `bench/latency_ab.py` writes it) is exported at
---precision with `zoo.models.export_classifier`; a process that imports only tensorflow and
+--precision (with the small-request copy as --small_requests says) with
+`zoo.models.export_classifier`; a process that imports only tensorflow and
 tensorflow_text (as TF Serving runs an export, TF_ENABLE_ONEDNN_OPTS as --onednn says) loads it,
 calls it untimed, then times --requests calls (wall: their p50), then traces them again. The
 op times of a call run on TensorFlow's default threads, so they may overlap; what the wall time
@@ -28,6 +29,8 @@ from common import (BENCH, last_json, machine, op_times, run_script, serving_env
 
 ROOT = os.path.dirname(BENCH)
 flags.DEFINE_enum("precision", "fp32", ["fp32", "bf16"], "Export precision.")
+flags.DEFINE_bool("small_requests", None, "The export's small-request copy "
+                  "(`export_classifier(small_requests=...)`; unset: on for bf16 only).")
 flags.DEFINE_enum("onednn", "default", ["default", "on", "off"], "TF_ENABLE_ONEDNN_OPTS of the "
                   "serving process (default: TensorFlow's own choice for the CPU).")
 flags.DEFINE_integer("requests", 200, "Sentences (the first of SST-2 dev), one a call.")
@@ -52,7 +55,7 @@ def write_export(folder):
     core = models.classifier_core(encoder, 2, pooling="cls")
     packer = models.TextPacker(preprocessor, FLAGS.max_seq_length)
     models.export_classifier(folder, core, packer, ["negative", "positive"],
-                             precision=FLAGS.precision)
+                             precision=FLAGS.precision, small_requests=FLAGS.small_requests)
 
 
 def profile(export_dir):
@@ -113,12 +116,16 @@ def main(argv):
         export_dir = FLAGS.export_dir or os.path.join(work, "export")
         if not FLAGS.export_dir:
             run_script([script, f"--write_export={export_dir}", f"--precision={FLAGS.precision}",
-                        f"--max_seq_length={FLAGS.max_seq_length}"], name="writing the export")
+                        f"--max_seq_length={FLAGS.max_seq_length}"] + (
+                            [] if FLAGS.small_requests is None
+                            else [f"--small_requests={FLAGS.small_requests}"]),
+                       name="writing the export")
         result = last_json(run_script(
             [script, f"--profile={export_dir}", f"--requests={FLAGS.requests}",
              f"--data_dir={os.path.abspath(FLAGS.data_dir)}", f"--top={FLAGS.top}"], env=env))
     print(json.dumps(dict(summary="latency_profile", machine=machine(), precision=FLAGS.precision,
-                          onednn=FLAGS.onednn, requests=FLAGS.requests, **result)))
+                          small_requests=FLAGS.small_requests, onednn=FLAGS.onednn,
+                          export_dir=FLAGS.export_dir, requests=FLAGS.requests, **result)))
 
 
 if __name__ == "__main__":

@@ -13,36 +13,65 @@ def _check(value, goal, lower=False):
     return f"{'<=' if lower else '>='} {num(goal, 2)}: {'met' if met else '**not met**'}"
 
 
+def _by_class(by_cpu):
+    """[lines of the CPUs without bf16, lines of those with it] of {CPU name: line}, each
+    in the order given, without an empty one."""
+    lines = list(by_cpu.values())
+    return [group for group in ([ln for ln in lines if not _bf16(ln)],
+                                [ln for ln in lines if _bf16(ln)]) if group]
+
+
+def _row(what, figures, checks, lines, section):
+    """One summary row for a CPU class: each line's `figures` (a cell's text) named by its CPU,
+    the goals checked on all of them (`checks`: [(label, values, goal, lower)]: met when the worst
+    CPU meets it)."""
+    cells = [f"{cpu(line)}: {figure}" if len(lines) > 1 else figure
+             for figure, line in zip(figures, lines)]
+    goal = "; ".join(label + _check(max(values) if lower else min(values), goal, lower)
+                     for label, values, goal, lower in checks)
+    return [what, "; ".join(cells), goal, "; ".join(where(line) for line in lines), section]
+
+
+def _ratios(line, kind, policies):
+    return [line["ratios"][f"{kind}_{policy}"]["ratio"] for policy in policies]
+
+
 def _training_rows(results):
     rows = []
-    for line in results.newest_per_cpu("train_throughput", lambda ln: ln.get("summary") and any(
-            s.startswith("peer:") for s in ln.get("settings", {}))).values():
-        r, policies = line["ratios"], list(line["work"])
-        fp32 = [r[f"fp32_vs_fp32_{p}"]["ratio"] for p in policies]
-        best = [r[f"best_vs_best_{p}"]["ratio"] for p in policies]
-        mfu = [line["settings"]["zoo:fp32"][p]["mfu"] for p in policies]
-        if _bf16(line):
-            value, goal = " / ".join(num(b) for b in best), _check(min(best), 1.5)
-            what = f"MRPC training, best vs best, {' / '.join(policies)}"
-        else:
-            value = " / ".join(num(f) for f in fp32) + "; MFU " + " / ".join(num(m) for m in mfu)
-            goal = _check(min(fp32), 1.2) + "; MFU " + _check(min(mfu), 0.75)
-            what = f"MRPC training, fp32 vs fp32, {' / '.join(policies)}; zoo's MFU"
-        rows.append([what, f"**{value}**", goal, where(line), "[Training](#training)"])
+    newest = results.newest_per_cpu("train_throughput", lambda ln: ln.get("summary") and any(
+        s.startswith("peer:") for s in ln.get("settings", {})))
+    for lines in _by_class(newest):
+        policies = list(lines[0]["work"])
+        if _bf16(lines[0]):
+            best = [_ratios(ln, "best_vs_best", policies) for ln in lines]
+            rows.append(_row(f"MRPC training, best vs best, {' / '.join(policies)}",
+                             ["**" + " / ".join(num(b) for b in one) + "**" for one in best],
+                             [("", [min(one) for one in best], 1.5, False)], lines,
+                             "[Training](#training)"))
+            continue
+        fp32 = [_ratios(ln, "fp32_vs_fp32", policies) for ln in lines]
+        mfu = [[ln["settings"]["zoo:fp32"][p]["mfu"] for p in policies] for ln in lines]
+        rows.append(_row(f"MRPC training, fp32 vs fp32, {' / '.join(policies)}; zoo's MFU",
+                         ["**" + " / ".join(num(f) for f in one) + "; MFU " + " / ".join(
+                             num(m) for m in share) + "**" for one, share in zip(fp32, mfu)],
+                         [("", [min(one) for one in fp32], 1.2, False),
+                          ("MFU ", [min(share) for share in mfu], 0.75, False)], lines,
+                         "[Training](#training)"))
     return rows
 
 
 def _inference_rows(results):
     rows = []
-    for line in results.newest_per_cpu("inference", lambda ln: ln.get("summary") == "inference").values():
-        r = line["ratios"]
-        batched = r["batched_best_vs_best"]["ratio"]
-        one = r["batch_1_p50_ms_zoo_over_peer"]["ratio"]
-        first = r["first_prediction_seconds_zoo_over_peer"]["ratio"]
-        rows.append(["export, best vs best batched; one text p50; first answer (lower is better)",
-                     f"**{num(batched)}**; {num(one)}; {num(first)}",
-                     f"{_check(batched, 1.75)}; {_check(one, 0.7, True)}; {_check(first, 0.8, True)}",
-                     where(line), "[Inference](#inference)"])
+    newest = results.newest_per_cpu("inference", lambda ln: ln.get("summary") == "inference")
+    for lines in _by_class(newest):
+        batched, one, first = ([ln["ratios"][key]["ratio"] for ln in lines] for key in (
+            "batched_best_vs_best", "batch_1_p50_ms_zoo_over_peer",
+            "first_prediction_seconds_zoo_over_peer"))
+        rows.append(_row(
+            "export, best vs best batched; one text p50; first answer (lower is better)",
+            [f"**{num(b)}**; {num(o)}; {num(f)}" for b, o, f in zip(batched, one, first)],
+            [("", batched, 1.75, False), ("", one, 0.7, True), ("", first, 0.8, True)], lines,
+            "[Inference](#inference)"))
     return rows
 
 
