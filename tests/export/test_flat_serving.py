@@ -89,6 +89,11 @@ def test_a_flat_classifier_answers_as_its_module(tiny_hub, tmp_path, pair):
     np.testing.assert_allclose(served["probabilities"].numpy(),
                                expected["probabilities"].numpy(), atol=1e-6)
     assert served["label"].numpy().tolist() == expected["label"].numpy().tolist()
+    # the encoder's float transposes move their bits as integers (grappler.integer_transposes):
+    # the same values, no oneDNN reorder per call
+    transposed = {tf.as_dtype(node.attr["T"].type).name
+                  for node in FlatServing(module)._graph_def.node if node.op == "Transpose"}
+    assert "int32" in transposed and "float32" not in transposed
     # the module saved as it is holds a function for every Keras layer and Hub object it
     # reaches; the flat export one for its signature, and the few a lookup table and the
     # checkpoint need

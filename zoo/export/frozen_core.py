@@ -14,9 +14,8 @@ core.
 A request of a few tokens takes a second copy of the computation (`zoo.export.small_requests`), made
 for calls where a fixed cost per op, not arithmetic, decides the time; the two copies share
 every matmul weight. For a fixed cost of the same kind (a oneDNN reorder) every transpose of
-the graph is done on the bits as integers (`integer_transposes`): at batch 64 it made no
-difference, for one text it was as large a saving as the small-request copy's (the effect on
-an export: BENCHMARKS.md, inference).
+the graph is done on the bits as integers (`zoo.export.grappler.integer_transposes`, as in every
+export's flat graph).
 
 The export is fast on a CPU with native bf16 (AMX-BF16 or AVX512_BF16); elsewhere oneDNN would
 emulate bf16 (not measured): fp32 stays the default. An fp32 export is the core itself unless it
@@ -35,9 +34,6 @@ from zoo.compute import precision as zoo_precision
 from zoo.export import grappler
 from zoo.export.small_requests import size_switched
 from zoo.model.cores import INPUT_NAMES
-
-_SAME_WIDTH_INTEGER = {tf.bfloat16.as_datatype_enum: tf.int16.as_datatype_enum,
-                       tf.float32.as_datatype_enum: tf.int32.as_datatype_enum}
 
 
 def serving_core(core, precision, small_requests=None):
@@ -106,33 +102,6 @@ def weights_as_inputs(graph_def, min_size=4096):
     return graph_def, names, values
 
 
-def integer_transposes(graph_def):
-    """`graph_def`, changed in place: each Transpose of a bf16 or fp32 tensor done on its bits
-    as int16 or int32 (Bitcast, Transpose, Bitcast back). TensorFlow hands a float transpose to
-    a oneDNN reorder, which has a fixed cost a call however small the tensor; an integer one is
-    a plain copy."""
-    nodes = []
-    for node in graph_def.node:
-        if node.op == "Transpose" and node.attr["T"].type in _SAME_WIDTH_INTEGER:
-            dtype, integer = node.attr["T"].type, _SAME_WIDTH_INTEGER[node.attr["T"].type]
-            bits, moved = copy.deepcopy(node), copy.deepcopy(node)
-            bits.name, bits.op = f"{node.name}/bits", "Bitcast"
-            del bits.input[1:]
-            bits.ClearField("attr")
-            bits.attr["T"].type, bits.attr["type"].type = dtype, integer
-            moved.name = f"{node.name}/moved"
-            moved.input[0] = bits.name
-            moved.attr["T"].type = integer
-            node.op = "Bitcast"
-            del node.input[:]
-            node.input.append(moved.name)
-            node.ClearField("attr")
-            node.attr["T"].type, node.attr["type"].type = integer, dtype
-            nodes += [bits, moved]
-    graph_def.node.extend(nodes)
-    return graph_def
-
-
 def op_dtypes(graph_def):
     """{(op, dtype name): count} of the graph's nodes that have a type attribute `T`."""
     return collections.Counter((node.op, tf.dtypes.as_dtype(node.attr["T"].type).name)
@@ -177,7 +146,7 @@ class FrozenCore(tf.Module):
                     "or on a machine that has one")
         graph_def, weight_names, values = weights_as_inputs(graph_def)
         grappler.drop_control_inputs(graph_def, input_names + weight_names)
-        graph_def, small_names, small_values = integer_transposes(graph_def), [], []
+        graph_def, small_names, small_values = grappler.integer_transposes(graph_def), [], []
         if small_requests:
             graph_def, fetches, small_names, small_values = size_switched(
                 graph_def, input_names, fetches)

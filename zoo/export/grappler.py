@@ -4,12 +4,16 @@ nodes read, and readying a graph's nodes to be fed by `tf.graph_util.import_grap
 Grappler is run the way TensorFlow's own converters (TFLite, TF-TRT) run it; none of that has a
 public `tf.` name.
 """
-from tensorflow.core.framework import tensor_shape_pb2
+import copy
+
+from tensorflow.core.framework import tensor_shape_pb2, types_pb2
 from tensorflow.core.protobuf import config_pb2, meta_graph_pb2, rewriter_config_pb2
 from tensorflow.python.grappler import tf_optimizer
 
 RewriterConfig = rewriter_config_pb2.RewriterConfig
 MATMULS = ("MatMul", "BatchMatMul", "BatchMatMulV2", "BatchMatMulV3")
+_SAME_WIDTH_INTEGER = {types_pb2.DT_BFLOAT16: types_pb2.DT_INT16,
+                       types_pb2.DT_FLOAT: types_pb2.DT_INT32}
 
 
 def optimize(graph_def, keep, optimizers=None, **options):
@@ -75,3 +79,32 @@ def make_placeholder(node, value):
     node.attr["dtype"].CopyFrom(dtype)
     node.attr["shape"].shape.CopyFrom(tensor_shape_pb2.TensorShapeProto(
         dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=n) for n in value.shape]))
+
+
+def integer_transposes(graph_def):
+    """`graph_def`, changed in place: each Transpose of a bf16 or fp32 tensor done on its bits
+    as int16 or int32 (Bitcast, Transpose, Bitcast back): the same values. With its oneDNN
+    rewrites on, TensorFlow hands a float transpose to a oneDNN reorder, which has a fixed cost
+    a call however small the tensor; an integer one is a plain copy. (For one text a call of a
+    MiniLM export that was 7% of the time; in batches of 64, no difference: BENCHMARKS.md,
+    inference.)"""
+    nodes = []
+    for node in graph_def.node:
+        if node.op == "Transpose" and node.attr["T"].type in _SAME_WIDTH_INTEGER:
+            dtype, integer = node.attr["T"].type, _SAME_WIDTH_INTEGER[node.attr["T"].type]
+            bits, moved = copy.deepcopy(node), copy.deepcopy(node)
+            bits.name, bits.op = f"{node.name}/bits", "Bitcast"
+            del bits.input[1:]
+            bits.ClearField("attr")
+            bits.attr["T"].type, bits.attr["type"].type = dtype, integer
+            moved.name = f"{node.name}/moved"
+            moved.input[0] = bits.name
+            moved.attr["T"].type = integer
+            node.op = "Bitcast"
+            del node.input[:]
+            node.input.append(moved.name)
+            node.ClearField("attr")
+            node.attr["T"].type, node.attr["type"].type = integer, dtype
+            nodes += [bits, moved]
+    graph_def.node.extend(nodes)
+    return graph_def
