@@ -120,6 +120,9 @@ def main(argv):
              f"--data_dir={os.path.abspath(FLAGS.data_dir)}", f"--requests={FLAGS.requests}",
              f"--passes={FLAGS.passes}"], env=serving_env()))
     print(json.dumps(dict(summary="latency_ab", machine=measured_on, precision=FLAGS.precision,
+                          # TensorFlow's oneDNN rewrites in the timing process: as set, or its
+                          # default for the CPU when unset
+                          tf_enable_onednn_opts=os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
                           base_commit=revisions["base"],
                           this_commit=revisions["this"] or measured_on["git"], **timed)))
 
