@@ -14,17 +14,15 @@ has beyond them is the call itself (Python, the function's dispatch, the executo
 slows the calls: compare its op times with each other, not with the wall time. Prints one JSON
 line.
 """
-import collections
 import json
 import os
-import re
 import tempfile
 import time
 
 from absl import app, flags
 import numpy as np
 
-from common import (BENCH, last_json, machine, op_times, run_script, serving_env,
+from common import (BENCH, last_json, machine, onednn_env, op_times, run_script, serving_env,
                     sst2_sentences)
 
 ROOT = os.path.dirname(BENCH)
@@ -82,20 +80,11 @@ def profile(export_dir):
         tf.profiler.experimental.stop()
         traced = (time.perf_counter() - began) * 1000 / len(texts)
         by_type, by_op = op_times(logdir, len(texts))
-    by_op = _folded(by_op)
     rounded = lambda counter: {k: round(v, 3) for k, v in counter.most_common(FLAGS.top)}  # noqa: E731
     return dict(p50_ms=round(float(np.percentile(wall, 50)), 3),
                 p95_ms=round(float(np.percentile(wall, 95)), 3),
                 traced_ms_per_call=round(traced, 3), op_ms_per_call=round(sum(by_type.values()), 3),
                 by_type=rounded(by_type), by_op=rounded(by_op))
-
-
-def _folded(by_op):
-    """`by_op` with each layer's index shown as N (the step profile folds only the encoder's)."""
-    folded = collections.Counter()
-    for op, ms in by_op.items():
-        folded[re.sub(r"(layer|transformer)_\d+", r"\1_N", op)] += ms
-    return folded
 
 
 def main(argv):
@@ -107,10 +96,8 @@ def main(argv):
         print(json.dumps(profile(FLAGS.profile)))
         return
     env = serving_env()
-    if FLAGS.onednn != "default":
-        env["TF_ENABLE_ONEDNN_OPTS"] = "1" if FLAGS.onednn == "on" else "0"
-    else:
-        env.pop("TF_ENABLE_ONEDNN_OPTS", None)
+    env.pop("TF_ENABLE_ONEDNN_OPTS", None)  # default: TensorFlow's own choice
+    env = onednn_env(f"onednn_{FLAGS.onednn}", env)
     script = os.path.abspath(__file__)
     with tempfile.TemporaryDirectory(prefix="zoo-latency-profile-") as work:
         export_dir = FLAGS.export_dir or os.path.join(work, "export")

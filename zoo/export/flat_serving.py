@@ -10,9 +10,9 @@ inlined (Grappler's function inlining, then pruning, merging of nodes that compu
 thing, such as the shape arithmetic each inlined layer repeats, and removal of the pass-through
 nodes left; no rewrite that changes the arithmetic; float transposes moved as integers,
 `grappler.integer_transposes`), reading the same variables and lookup tables, which the export
-tracks in a plain list. The signature's inputs and outputs do not
-change. The merging takes a MiniLM classifier's graph from about 1,780 nodes to 1,250, which
-TensorFlow then converts and optimizes at load and first call in less time.
+tracks in a plain list. The signature's inputs and outputs do not change. The merging takes a
+MiniLM classifier's graph from about 1,780 nodes to 1,250, which TensorFlow then converts and
+optimizes at load and first call in less time.
 """
 import tensorflow as tf
 from tensorflow.python.trackable import resource
