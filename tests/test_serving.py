@@ -1,6 +1,6 @@
-"""zoo.serving: Python inference on an export, in a process that imports only tensorflow,
-tensorflow_text and zoo.serving; one dict per input in input order; its command line
-(`zoo serve-predict`, `python -m zoo.serving`: zoo.cli.serve_predict)."""
+"""zoo.serving: Python inference on an export, in a process that imports only tensorflow and
+zoo.serving (TF Text's op libraries, not its Python); one dict per input in input order; its
+command line (`zoo serve-predict`, `python -m zoo.serving`: zoo.cli.serve_predict)."""
 import gc
 import io
 import json
@@ -26,9 +26,10 @@ model = load(sys.argv[1], batch_size=3)
 rows = model.predict(json.loads(sys.argv[2]))
 light = ("zoo.serving", "zoo.base", "zoo.base.errors", "zoo.base.files", "zoo.base.fs",
          "zoo.compute", "zoo.compute.fusion", "zoo.compute.onednn", "zoo.evaluation",
-         "zoo.evaluation.explanations")
-heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("keras", "matplotlib", "tensorflow_hub")
-               or (m.startswith("zoo.") and m not in light))
+         "zoo.evaluation.explanations", "zoo.export", "zoo.export.text_ops")
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in (
+    "keras", "tf_keras", "matplotlib", "tensorflow_hub", "tensorflow_text")
+    or (m.startswith("zoo.") and m not in light))
 print(json.dumps(dict(rows=rows, heavy=heavy, input_names=model.input_names,
                       collecting=gc.isenabled())))
 """
@@ -62,8 +63,8 @@ PAIRS = [["a fine film", "yes"], ["a dull, long and rather tiring film", "no"], 
 
 def test_predict_gives_one_row_per_input_in_order_without_the_training_stack(pair_export):
     out = _predict(pair_export, PAIRS)
-    # no training stack, and not Keras 3 (with matplotlib) but the lighter Keras 2 for
-    # TensorFlow's own import; the garbage collector runs again after the import and the load
+    # no training stack, no Keras (neither TensorFlow's import nor tensorflow_text's brings
+    # one); the garbage collector runs again after the import and the load
     assert out["heavy"] == [] and out["collecting"] is True
     assert out["input_names"] == ["text_a", "text_b"]
     signature = tf.saved_model.load(pair_export).signatures["serving_default"]

@@ -4,9 +4,8 @@ Importing zoo selects Keras 2 (tf_keras) for `tf.keras`, which `hub.KerasLayer` 
 TensorFlow >= 2.16 (tensorflow/hub#903), when tf_keras is installed (an environment with only
 tensorflow and tensorflow_text, enough for `zoo.serving`, keeps TensorFlow's own Keras). The
 variable only takes effect if TensorFlow has not been imported yet; zoo itself always uses
-`tf_keras` directly, so it works either way. A process
-that only serves (`zoo.serving`) keeps it too: TensorFlow imports one Keras's optimizers when it
-starts, and Keras 2's are quicker to import than Keras 3's.
+`tf_keras` directly, so it works either way. (`zoo.serving`, where it imports TensorFlow first,
+keeps TensorFlow from importing any Keras at its start.)
 
 It also adds the XLA flags that `zoo.compute.fusion` needs to TF_XLA_FLAGS (XLA reads them once,
 when TensorFlow starts; they change nothing until a training run turns fusion on), and turns

@@ -21,11 +21,14 @@ From the shell, one JSON line out per line in (`zoo.cli.serve_predict`):
     zoo serve-predict runs/mrpc/export/1 < texts.txt > predictions.jsonl
 
 This module needs only tensorflow and tensorflow_text, as TF Serving needs nothing else: none
-of zoo's training modules, no tensorflow_hub. What a process spends before its first answer is
-mostly importing TensorFlow and loading the export, and both are kept short:
-- TensorFlow imports the optimizers of one Keras when it starts. Importing the `zoo` package
-  (before this module) chose Keras 2, whose import is lighter than Keras 3's: Keras 3 also
-  imports matplotlib where it is installed, as it is with zoo.
+of zoo's training modules, no tensorflow_hub, no Keras. What a process spends before its first
+answer is mostly importing TensorFlow and loading the export, and both are kept short:
+- TensorFlow imports the optimizers of a Keras when it starts, to register them for loading
+  SavedModels that hold an optimizer, which an export does not. Where this module is the first
+  to import TensorFlow, that import is skipped (`keras_left_out`); `tf.keras` is imported
+  when it is first used, as it would be anyway.
+- tensorflow_text's Python modules import a Keras too: `load` registers only the TF Text op
+  libraries the export's graph runs (`zoo.export.text_ops`).
 - Both make a great many Python objects that stay alive, and Python's cyclic garbage
   collector would walk them again and again; it is paused while they are made
   (`paused_collector`) and resumed after, as it was.
@@ -33,6 +36,7 @@ mostly importing TensorFlow and loading the export, and both are kept short:
 import contextlib
 import gc
 import os
+import sys
 
 
 @contextlib.contextmanager
@@ -48,6 +52,27 @@ def paused_collector():
             gc.enable()
 
 
+# what TensorFlow imports of each Keras when it starts (tensorflow/__init__.py)
+KERAS_OPTIMIZERS = ("tf_keras.src.optimizers", "keras.src.optimizers")
+
+
+@contextlib.contextmanager
+def keras_left_out():
+    """TensorFlow imported, in the block, without the Keras optimizers it imports when it
+    starts: their modules read as absent (TensorFlow passes over an ImportError there), and are
+    importable again after the block. Nothing changes where TensorFlow is imported already."""
+    absent = [] if "tensorflow" in sys.modules else [
+        name for name in KERAS_OPTIMIZERS if name not in sys.modules]
+    for name in absent:
+        sys.modules[name] = None
+    try:
+        yield
+    finally:
+        for name in absent:
+            if sys.modules.get(name, 0) is None:
+                del sys.modules[name]
+
+
 def _startup():
     """`python -m zoo.serving` starts as quietly as `zoo serve-predict` (`zoo.cli.quiet`);
     an import of the module leaves TensorFlow's start-up to its process."""
@@ -57,14 +82,14 @@ def _startup():
     return quiet.startup()
 
 
-with _startup(), paused_collector():
+with _startup(), paused_collector(), keras_left_out():
     import numpy as np
     import tensorflow as tf
-    import tensorflow_text  # noqa: F401  (registers the tokenizer ops the export runs)
     from google.protobuf import message
 
 from zoo.base import files, fs  # noqa: E402  (after TensorFlow, imported with the collector off)
 from zoo.evaluation import explanations  # noqa: E402
+from zoo.export import text_ops  # noqa: E402
 
 DEFAULT_BATCH_SIZE = 32
 EXPLAIN_BATCH_SIZE = 4  # texts per explain call: each runs the model steps + 2 times
@@ -115,6 +140,7 @@ def _load(export_dir):
         raise ValueError(f"{export_dir}: not a whole export ({incomplete})")
     try:
         with paused_collector():
+            text_ops.register_for(export_dir)
             return tf.saved_model.load(export_dir)
     except (OSError, ValueError, tf.errors.OpError, message.DecodeError) as e:
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
