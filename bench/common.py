@@ -264,6 +264,51 @@ def train_flops_per_token(config, seq_length, pooled_only=False):
     return 3 * ((layers - 1) * layer + 4 * d * d + (layer - 4 * d * d) / seq_length)
 
 
+def forward_flops(config, length, pooled_only=True):
+    """Model FLOPs of one sequence of `length` tokens through the encoder, forward only (a third
+    of `train_flops_per_token`'s count, times the tokens). `pooled_only`: a classifier on the
+    first position, whose last layer needs the other positions' keys and values alone."""
+    return train_flops_per_token(config, length, pooled_only) / 3 * length
+
+
+def tf_matmul_peak_gflops(dtype="float32", size=2048, repeats=20):
+    """TensorFlow's best GFLOP/s of a chain of `repeats` square matmuls in `dtype` in one
+    tf.function, best of 5 (each product feeds the next: no graph rewrite can drop one)."""
+    import tensorflow as tf
+    a = tf.cast(tf.random.normal([size, size]), dtype)
+    b = tf.cast(tf.random.normal([size, size]) / size ** 0.5, dtype)
+
+    @tf.function
+    def chain(x):
+        for _ in range(repeats):
+            x = tf.matmul(x, b)
+        return x
+
+    chain(a).numpy()
+    best = float("inf")
+    for _ in range(5):
+        began = time.perf_counter()
+        chain(a).numpy()
+        best = min(best, time.perf_counter() - began)
+    return 2.0 * size ** 3 * repeats / best / 1e9
+
+
+def torch_matmul_peak_gflops(dtype, size=2048, repeats=20):
+    """PyTorch's best GFLOP/s of a chain of `repeats` square matmuls in `dtype`, best of 5."""
+    import torch
+    a = torch.randn(size, size).to(dtype)
+    b = (torch.randn(size, size) / size ** 0.5).to(dtype)
+    torch.matmul(a, b)
+    best = float("inf")
+    for _ in range(5):
+        began = time.perf_counter()
+        x = a
+        for _ in range(repeats):
+            x = torch.matmul(x, b)
+        best = min(best, time.perf_counter() - began)
+    return 2.0 * size ** 3 * repeats / best / 1e9
+
+
 def timed_steps(step, batches, warmup_steps, faults=None, warmup=None):
     """Runs `step(batch)` on each batch; returns the seconds of those after the first
     `warmup_steps` (which are not timed). `faults`: a list to which the process's minor page

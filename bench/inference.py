@@ -20,8 +20,10 @@ classes.
 
 Prints one JSON line per run, then a summary: the real and padded tokens of each batch size and
 policy (`tokens`: zoo's encoder computes the real ones alone, the peer the padded batch), per
-setting the median over rounds (min, max) of
-every figure, and the ratios zoo / peer: the best batched rate of each precision against the
+setting the median over rounds (min, max) of every figure and its MFU (`mfu`: the model FLOPs of
+the real tokens per second, over the matmul peak each run measured in its precision and
+framework after its timing; one text: the average request's FLOPs over the p50), and the ratios
+zoo / peer: the best batched rate of each precision against the
 other side's of the same precision, best against best (any precision, batch size and policy),
 the best batch-1 p50 and the best time to a first prediction (lower is better for both: a ratio
 under 1 means zoo is faster). Every line carries the machine (CPU model, flags, git).
@@ -35,8 +37,8 @@ import time
 
 from absl import app, flags
 
-from common import (BENCH, inference_groups, last_json, machine, onednn_env, run_script,
-                    serving_env, sst2_sentences)
+from common import (BENCH, forward_flops, inference_groups, last_json, machine, onednn_env,
+                    run_script, serving_env, sst2_sentences)
 
 ROOT = os.path.dirname(BENCH)
 flags.DEFINE_string("data_dir", os.path.join(ROOT, "..", "shared", "data", "sst2"),
@@ -86,7 +88,8 @@ def write_exports(folder):
         labels = ["negative", "positive"]
     os.makedirs(folder, exist_ok=True)
     with open(os.path.join(folder, TOKENS_FILE), "w", encoding="utf-8") as f:
-        json.dump(token_counts(packer), f)
+        json.dump(dict(token_counts(packer), lengths=sentence_lengths(packer),
+                       encoder_config=build_config(FLAGS.encoder_handle)), f)
     for export in sorted({export_name(config) for config in FLAGS.zoo_configs}):
         precision, small = export.split("_")[0], export.endswith("_small")
         for trim in [True] + ([False] if "fixed" in FLAGS.policies else []):
@@ -122,6 +125,37 @@ def token_counts(packer):
     return counts
 
 
+def sentence_lengths(packer):
+    """The tokens of each dev sentence, as zoo's preprocessor cuts it ([CLS], [SEP] included)."""
+    import tensorflow as tf
+    texts = sst2_sentences(os.path.join(FLAGS.data_dir, "dev.tsv"))
+    return tf.reduce_sum(packer(tf.constant(texts))["input_mask"], 1).numpy().tolist()
+
+
+def build_config(handle):
+    """The encoder's config (`zoo_build_info.json` beside a zoo-build-hub encoder), or None."""
+    from zoo.model import hub
+    encoder, _ = hub.resolve_handles(handle, None)
+    path = os.path.join(os.path.dirname(encoder), "zoo_build_info.json")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)["config"]
+
+
+def model_gflops(tokens, requests):
+    """(GFLOP of an average dev sentence, of an average one-text request): the encoder's
+    forward FLOPs of the real tokens (`common.forward_flops`; a fresh classifier on [CLS] needs
+    the last layer's other positions for keys and values alone, a --model_dir's is counted
+    whole). None without the encoder's config."""
+    config, lengths = tokens.get("encoder_config"), tokens.get("lengths")
+    if not config or not lengths:
+        return None
+    flops = [forward_flops(config, n, pooled_only=FLAGS.model_dir is None) / 1e9
+             for n in lengths]
+    return statistics.mean(flops), statistics.mean(flops[:requests])
+
+
 def command(side, config, exports):
     """(script and flags) of a run of `side` in setting `config`, timing everything."""
     timing = [f"--data_dir={FLAGS.data_dir}", f"--batch_sizes={','.join(FLAGS.batch_sizes)}",
@@ -130,6 +164,7 @@ def command(side, config, exports):
     if side == "zoo":
         export = export_name(config)
         return ["zoo_infer.py", f"--export_dir={os.path.join(exports, export)}",
+                f"--precision={config.split('-')[0]}",
                 f"--fixed_export_dir={os.path.join(exports, export + '_fixed')}", *timing]
     parts = config.split("-")
     return ["peer_infer.py", f"--precision={parts[0]}", f"--attention={parts[1]}",
@@ -158,8 +193,20 @@ def _spread(values, digits=1):
                 min=round(min(values), digits), max=round(max(values), digits))
 
 
-def summary(runs):
-    """Medians per setting and the ratios (see the module docstring)."""
+def _mfu(entry, gflops):
+    """{figure: MFU} of a setting's medians: model GFLOP/s over its matmul peak (batched: the
+    average dev sentence's GFLOP x examples/s; one text: the average request's over the p50)."""
+    if not gflops or "matmul_peak_gflops" not in entry:
+        return {}
+    peak, (sentence, request) = entry["matmul_peak_gflops"]["median"], gflops
+    mfu = {k: round(sentence * v["median"] / peak, 3) for k, v in entry.items()
+           if k.startswith("batch_") and "_ms" not in k}
+    mfu["batch_1_p50"] = round(request / (entry["batch_1_p50_ms"]["median"] / 1000) / peak, 3)
+    return mfu
+
+
+def summary(runs, gflops=None):
+    """Medians per setting, their MFU and the ratios (see the module docstring)."""
     settings = {}
     for one in runs:
         entry = settings.setdefault(f"{one['side']}:{one['config']}", dict(
@@ -177,6 +224,9 @@ def summary(runs):
         for part in measured[0]["first_prediction_parts"]:
             entry[f"first_prediction_{part}_seconds"] = _spread(
                 [m["first_prediction_parts"][part] for m in measured], 2)
+        if all("matmul_peak_gflops" in m for m in measured):
+            entry["matmul_peak_gflops"] = _spread([m["matmul_peak_gflops"] for m in measured])
+            entry["mfu"] = _mfu(entry, gflops)
 
     def best(side, precision=None, key=None):
         """(setting, figure key, value) of `side`'s highest batched median."""
@@ -226,6 +276,8 @@ def main(argv):
         run([os.path.abspath(__file__), f"--write_exports={exports}", *flags_now])
         with open(os.path.join(exports, TOKENS_FILE), encoding="utf-8") as f:
             tokens = json.load(f)
+        gflops = model_gflops(tokens, FLAGS.latency_requests)
+        tokens = {k: v for k, v in tokens.items() if k.startswith("batch_")}
         sides = [("peer", c) for c in FLAGS.peer_configs] + [("zoo", c) for c in FLAGS.zoo_configs]
         for round_ in range(FLAGS.rounds):
             for side, config in (sides if round_ % 2 == 0 else sides[::-1]):
@@ -240,7 +292,9 @@ def main(argv):
     print(json.dumps(dict(summary="inference", machine=where, data="SST-2 dev",
                           max_seq_length=FLAGS.max_seq_length, rounds=FLAGS.rounds,
                           repeats=FLAGS.repeats, model_dir=FLAGS.model_dir, tokens=tokens,
-                          **summary(runs))),
+                          model_gflop_per_sentence=gflops and round(gflops[0], 4),
+                          model_gflop_per_request=gflops and round(gflops[1], 4),
+                          **summary(runs, gflops))),
           flush=True)
 
 

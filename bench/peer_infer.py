@@ -10,7 +10,8 @@ attention implementation asked for, optionally under `torch.compile` (dynamic sh
 timed batch is tokenized inside the timing, as zoo's export tokenizes inside its graph. For each
 batch size and policy (`common.inference_groups`: `dynamic`, file order, each batch padded to
 its longest; `sorted`, the same over texts sorted by length; `fixed`, padded to
---max_seq_length), the best of --repeats passes after one untimed pass; then batch-1 latency.
+--max_seq_length), the best of --repeats passes after one untimed pass; then batch-1 latency;
+then the matmul peak in the precision used (`common.torch_matmul_peak_gflops`).
 With --first_prediction it only loads and answers one text and prints when it had imported,
 loaded and answered (`common.first_prediction`).
 Prints one JSON line.
@@ -25,7 +26,7 @@ import torch
 from transformers import BertForSequenceClassification, BertTokenizerFast
 
 from common import (best_rate, first_prediction, inference_groups, latency_ms, minilm_folder,
-                    sst2_sentences)
+                    sst2_sentences, torch_matmul_peak_gflops)
 
 IMPORTED_AT = time.time()  # the framework imported (a first prediction's first part)
 
@@ -77,6 +78,8 @@ def main():
                 lambda group, padding=padding: classify(group, padding),
                 inference_groups(texts, batch_size, policy), args.repeats)
     results["batch_1_latency"] = latency_ms(classify, texts[:args.latency_requests])
+    results["matmul_peak_gflops"] = round(torch_matmul_peak_gflops(
+        torch.bfloat16 if args.precision == "bf16" else torch.float32), 1)
     print(json.dumps(results))
 
 

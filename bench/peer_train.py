@@ -24,30 +24,14 @@ import argparse
 import contextlib
 import json
 import os
-import time
 
 import torch
 from transformers import (BertForQuestionAnswering, BertForSequenceClassification,
                           BertTokenizerFast)
 
-from common import minilm_folder, mrpc_pairs, timed_steps
+from common import minilm_folder, mrpc_pairs, timed_steps, torch_matmul_peak_gflops
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def matmul_peak_gflops(dtype, size=2048, repeats=20):
-    """Best GFLOP/s of a chain of `repeats` square matmuls in `dtype`, best of 5."""
-    a = torch.randn(size, size).to(dtype)
-    b = (torch.randn(size, size) / size ** 0.5).to(dtype)
-    torch.matmul(a, b)
-    best = float("inf")
-    for _ in range(5):
-        began = time.perf_counter()
-        x = a
-        for _ in range(repeats):
-            x = torch.matmul(x, b)
-        best = min(best, time.perf_counter() - began)
-    return 2.0 * size ** 3 * repeats / best / 1e9
 
 
 def train_seconds(model, batches, precision, warmup_steps, faults=None, warmup=None):
@@ -179,7 +163,7 @@ def main():
                                                     args.warmup_steps, faults, warmup)
         results["page_faults_per_step"][padding] = faults[0]
         results["warmup_seconds"][padding] = round(warmup[0], 2)  # with --compile: compiling
-    results["matmul_peak_gflops"] = round(matmul_peak_gflops(
+    results["matmul_peak_gflops"] = round(torch_matmul_peak_gflops(
         torch.bfloat16 if args.precision == "bf16" else torch.float32), 1)
     print(json.dumps(results))
 

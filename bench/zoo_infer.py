@@ -7,7 +7,8 @@ own: what the export does, it does by itself) loads the export and calls its `se
 signature on raw strings (tokenization inside the graph, inside the timing). For each batch size
 and policy (`common.inference_groups`: `dynamic` and `sorted` on the export, which trims each
 request to its longest row; `fixed` on --fixed_export_dir, which pads to its full length), the
-best of --repeats passes after one untimed pass; then batch-1 latency. With --first_prediction
+best of --repeats passes after one untimed pass; then batch-1 latency; then the matmul peak in
+the export's --precision (`common.tf_matmul_peak_gflops`). With --first_prediction
 it only loads and answers one text the way a zoo user does in Python (`zoo.serving`, which
 imports tensorflow and tensorflow_text itself; the peer uses transformers' classes), and prints
 when it had imported, loaded and answered (`common.first_prediction`). Prints one JSON line.
@@ -19,7 +20,8 @@ import time
 
 import numpy as np
 
-from common import best_rate, first_prediction, inference_groups, latency_ms, sst2_sentences
+from common import (best_rate, first_prediction, inference_groups, latency_ms, sst2_sentences,
+                    tf_matmul_peak_gflops)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -49,6 +51,8 @@ def main():
     parser.add_argument("--policies", default="dynamic,sorted")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--latency_requests", type=int, default=200)
+    parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32",
+                        help="The export's: the matmul peak is measured in it.")
     parser.add_argument("--first_prediction", action="store_true")
     args = parser.parse_args()
     if args.first_prediction:
@@ -68,6 +72,8 @@ def main():
                 fixed if policy == "fixed" else classify,
                 inference_groups(texts, batch_size, policy), args.repeats)
     results["batch_1_latency"] = latency_ms(classify, texts[:args.latency_requests])
+    results["matmul_peak_gflops"] = round(tf_matmul_peak_gflops(
+        "bfloat16" if args.precision == "bf16" else "float32"), 1)
     print(json.dumps(results))
 
 

@@ -20,13 +20,12 @@ of the precision used, measured by TensorFlow in the same process.
 """
 import json
 import os
-import time
 
 import numpy as np
 from absl import app, flags
 
 import zoo  # noqa: F401  (before TensorFlow: tf_keras and the XLA flags)
-from common import mrpc_pairs, timed_steps
+from common import mrpc_pairs, tf_matmul_peak_gflops, timed_steps
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 flags.DEFINE_string("data_dir", os.path.join(ROOT, "..", "shared", "data", "mrpc"),
@@ -51,28 +50,6 @@ flags.DEFINE_string("profile_dir", None, "If set, TensorFlow's profiler traces e
 flags.DEFINE_integer("inter_op_threads", 0, "TensorFlow's inter-op threads (0: its default); 1 "
                      "runs one op at a time, so that a profile's op times add up to the step.")
 FLAGS = flags.FLAGS
-
-
-def matmul_peak_gflops(size=2048, repeats=20):
-    """Best GFLOP/s of a chain of `repeats` square matmuls in one tf.function, best of 5, in
-    the precision in force (each product feeds the next: no graph rewrite can drop one)."""
-    import tensorflow as tf
-    a = tf.random.normal([size, size])
-    b = tf.random.normal([size, size]) / size ** 0.5
-
-    @tf.function
-    def chain(x):
-        for _ in range(repeats):
-            x = tf.matmul(x, b)
-        return x
-
-    chain(a).numpy()
-    best = float("inf")
-    for _ in range(5):
-        began = time.perf_counter()
-        chain(a).numpy()
-        best = min(best, time.perf_counter() - began)
-    return 2.0 * size ** 3 * repeats / best / 1e9
 
 
 def main(argv):
@@ -167,8 +144,8 @@ def main(argv):
         if FLAGS.profile_dir:
             tf.profiler.experimental.stop()
         results["page_faults_per_step"][padding] = faults[0]
-    precision.apply(FLAGS.precision)
-    results["matmul_peak_gflops"] = round(matmul_peak_gflops(), 1)
+    precision.apply(FLAGS.precision)  # the probe's fp32 matmuls in the precision in force
+    results["matmul_peak_gflops"] = round(tf_matmul_peak_gflops(), 1)
     print(json.dumps(results))
 
 

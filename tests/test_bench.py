@@ -126,3 +126,13 @@ def test_a_newer_line_replaces_its_cpus_figures_and_a_new_cpu_gets_a_row(monkeyp
     assert "| Zen 4 (AVX2 only), " in text and "| Zen 4, " in text
     with pytest.raises(LookupError, match="no line"):
         base.Results(train_throughput=[]).newest("train_throughput")
+
+
+def test_forward_flops_count_the_dense_layers_and_attention_of_each_token(monkeypatch):
+    monkeypatch.syspath_prepend(BENCH)
+    common = importlib.import_module("common")
+    config = dict(hidden_size=4, intermediate_size=8, num_hidden_layers=2)
+    # a layer: 2 (4 d^2 + 2 d d_ff) + 4 S d a token = 2 (64 + 64) + 48 = 304; 2 layers, 3 tokens
+    assert common.forward_flops(config, 3, pooled_only=False) == 2 * 3 * 304
+    # pooled: the last layer's keys and values at 3 tokens, the rest at the first alone
+    assert common.forward_flops(config, 3) == pytest.approx(3 * 304 + 3 * 64 + (304 - 64))

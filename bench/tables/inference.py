@@ -43,15 +43,20 @@ def inference(results):
         batches = _batches(line)
         body = []
         for name, s in line["settings"].items():
+            mfu = s.get("mfu", {})
             body.append([name.replace(":", " "), *(num(s[b]["median"], 1) for b in batches),
                          num(s["batch_1_p50_ms"]["median"], 2),
+                         " / ".join(num(mfu[k], 2) if k in mfu else "-"
+                                    for k in (*batches, "batch_1_p50")),
                          f"{num(s['first_prediction_seconds']['median'], 2)} "
                          f"({num(s['first_prediction_imports_seconds']['median'], 2)} / "
                          f"{num(s['first_prediction_load_seconds']['median'], 2)} / "
                          f"{num(s['first_prediction_first_call_seconds']['median'], 2)})"])
         header = (["setting"] + [b.replace("batch_", "batch ").replace("_", ", ") + ", ex/s"
                                  for b in batches] +
-                  ["one text p50, ms", "first answer, s (imports / load / first call)"])
+                  ["one text p50, ms", "MFU: " + ", ".join(b.replace("batch_", "").replace(
+                      "_", " ") for b in batches) + ", one text",
+                   "first answer, s (imports / load / first call)"])
         parts.append(f"**{where(line)}**:\n\n" + _inference_command(results, line) +
                      "\n" + table(header, body))
     return "\n".join(parts)
