@@ -1,5 +1,6 @@
-r"""Where one text's call of an export goes: TensorFlow's profiler over calls of one SST-2 sentence
-each, by op type and by op (layer index folded), per call, beside the call's wall time.
+r"""Where a call of an export goes: TensorFlow's profiler over calls of one SST-2 sentence each
+(or of --batch_size sentences sorted by length), by op type and by op (layer index folded), per
+call, beside the call's wall time.
 
   .venv/bin/python bench/latency_profile.py --precision=fp32 --onednn=off \
       >> bench/results/latency_profile.jsonl
@@ -8,7 +9,7 @@ A fresh MiniLM classifier (a head on [CLS], as `bench/latency_ab.py` writes it) 
 --precision (with the small-request copy as --small_requests says) with
 `zoo.models.export_classifier`; a process that imports only tensorflow and
 tensorflow_text (as TF Serving runs an export, TF_ENABLE_ONEDNN_OPTS as --onednn says) loads it,
-calls it untimed, then times --requests calls (wall: their p50), then traces them again. The
+calls it untimed, then times the calls over --requests sentences (wall: their p50), then traces them again. The
 op times of a call run on TensorFlow's default threads, so they may overlap; what the wall time
 has beyond them is the call itself (Python, the function's dispatch, the executor). The trace
 slows the calls: compare its op times with each other, not with the wall time. Prints one JSON
@@ -22,8 +23,8 @@ import time
 from absl import app, flags
 import numpy as np
 
-from common import (BENCH, last_json, machine, onednn_env, op_times, run_script, serving_env,
-                    sst2_sentences)
+from common import (BENCH, inference_groups, last_json, machine, onednn_env, op_times,
+                    run_script, serving_env, sst2_sentences)
 
 ROOT = os.path.dirname(BENCH)
 flags.DEFINE_enum("precision", "fp32", ["fp32", "bf16"], "Export precision.")
@@ -32,6 +33,8 @@ flags.DEFINE_bool("small_requests", None, "The export's small-request copy "
 flags.DEFINE_enum("onednn", "default", ["default", "on", "off"], "TF_ENABLE_ONEDNN_OPTS of the "
                   "serving process (default: TensorFlow's own choice for the CPU).")
 flags.DEFINE_integer("requests", 200, "Sentences (the first of SST-2 dev), one a call.")
+flags.DEFINE_integer("batch_size", 1, "Sentences a call: above 1, the --requests sentences "
+                     "sorted by length and cut into batches (`common.inference_groups`).")
 flags.DEFINE_integer("max_seq_length", 128, "Sequence length of the export.")
 flags.DEFINE_integer("top", 30, "Op types and ops listed.")
 flags.DEFINE_string("export_dir", None, "An export to profile instead of writing one.")
@@ -62,12 +65,14 @@ def profile(export_dir):
     import tensorflow_text  # noqa: F401
     serve = tf.saved_model.load(export_dir).signatures["serving_default"]
     texts = sst2_sentences(os.path.join(FLAGS.data_dir, "dev.tsv"))[:FLAGS.requests]
+    groups = inference_groups(texts, FLAGS.batch_size,
+                              "sorted" if FLAGS.batch_size > 1 else "dynamic")
 
     def calls():
         times = []
-        for text in texts:
+        for group in groups:
             began = time.perf_counter()
-            serve(text=tf.constant([text]))["probabilities"].numpy()
+            serve(text=tf.constant(group))["probabilities"].numpy()
             times.append((time.perf_counter() - began) * 1000)
         return np.array(times)
 
@@ -78,8 +83,8 @@ def profile(export_dir):
         tf.profiler.experimental.start(logdir)
         calls()
         tf.profiler.experimental.stop()
-        traced = (time.perf_counter() - began) * 1000 / len(texts)
-        by_type, by_op = op_times(logdir, len(texts))
+        traced = (time.perf_counter() - began) * 1000 / len(groups)
+        by_type, by_op = op_times(logdir, len(groups))
     rounded = lambda counter: {k: round(v, 3) for k, v in counter.most_common(FLAGS.top)}  # noqa: E731
     return dict(p50_ms=round(float(np.percentile(wall, 50)), 3),
                 p95_ms=round(float(np.percentile(wall, 95)), 3),
@@ -109,10 +114,12 @@ def main(argv):
                        name="writing the export")
         result = last_json(run_script(
             [script, f"--profile={export_dir}", f"--requests={FLAGS.requests}",
+             f"--batch_size={FLAGS.batch_size}",
              f"--data_dir={os.path.abspath(FLAGS.data_dir)}", f"--top={FLAGS.top}"], env=env))
     print(json.dumps(dict(summary="latency_profile", machine=machine(), precision=FLAGS.precision,
                           small_requests=FLAGS.small_requests, onednn=FLAGS.onednn,
-                          export_dir=FLAGS.export_dir, requests=FLAGS.requests, **result)))
+                          export_dir=FLAGS.export_dir, requests=FLAGS.requests,
+                          batch_size=FLAGS.batch_size, **result)))
 
 
 if __name__ == "__main__":
