@@ -9,8 +9,9 @@ A fresh MiniLM classifier (a head on [CLS], as `bench/latency_ab.py` writes it) 
 --precision (with the small-request copy as --small_requests says) with
 `zoo.models.export_classifier`; a process that imports only tensorflow and
 tensorflow_text (as TF Serving runs an export, TF_ENABLE_ONEDNN_OPTS as --onednn says) loads it,
-calls it untimed, then times the calls over --requests sentences (wall: their p50), then traces them again. The
-op times of a call run on TensorFlow's default threads, so they may overlap; what the wall time
+calls it untimed, then times the calls over --requests sentences (wall: their p50), then traces
+them again. The op times of a call run on TensorFlow's default threads, so they may overlap
+(inter-op parallelism: each op's time is its own span); what the wall time
 has beyond them is the call itself (Python, the function's dispatch, the executor). The trace
 slows the calls: compare its op times with each other, not with the wall time. Prints one JSON
 line.

@@ -41,22 +41,21 @@ def inference(results):
                    rows)]
     for line in newest_per_class(newest):
         batches = _batches(line)
+        with_mfu = all("mfu" in s for s in line["settings"].values())
         body = []
         for name, s in line["settings"].items():
-            mfu = s.get("mfu", {})
+            mfu = [" / ".join(num(s["mfu"][k], 2) for k in (*batches, "batch_1_p50"))] if with_mfu else []
             body.append([name.replace(":", " "), *(num(s[b]["median"], 1) for b in batches),
-                         num(s["batch_1_p50_ms"]["median"], 2),
-                         " / ".join(num(mfu[k], 2) if k in mfu else "-"
-                                    for k in (*batches, "batch_1_p50")),
+                         num(s["batch_1_p50_ms"]["median"], 2), *mfu,
                          f"{num(s['first_prediction_seconds']['median'], 2)} "
                          f"({num(s['first_prediction_imports_seconds']['median'], 2)} / "
                          f"{num(s['first_prediction_load_seconds']['median'], 2)} / "
                          f"{num(s['first_prediction_first_call_seconds']['median'], 2)})"])
         header = (["setting"] + [b.replace("batch_", "batch ").replace("_", ", ") + ", ex/s"
                                  for b in batches] +
-                  ["one text p50, ms", "MFU: " + ", ".join(b.replace("batch_", "").replace(
-                      "_", " ") for b in batches) + ", one text",
-                   "first answer, s (imports / load / first call)"])
+                  ["one text p50, ms"] + (["MFU: " + ", ".join(b.replace("batch_", "").replace(
+                      "_", " ") for b in batches) + ", one text"] if with_mfu else []) +
+                  ["first answer, s (imports / load / first call)"])
         parts.append(f"**{where(line)}**:\n\n" + _inference_command(results, line) +
                      "\n" + table(header, body))
     return "\n".join(parts)
