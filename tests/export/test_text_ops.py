@@ -74,7 +74,15 @@ def test_a_fresh_process_loads_only_what_the_graph_runs(tiny_hub, tmp_path):
     assert out["words"] == [["a", "fine", "film"]]
 
 
-def test_an_unreadable_graph_is_left_to_the_loader(tmp_path):
+def test_with_tensorflow_text_imported_the_graph_is_not_read(tiny_hub, monkeypatch):
+    def read(export_dir):
+        raise AssertionError(f"{export_dir} was read")
+    monkeypatch.setattr(text_ops, "graph_ops", read)
+    assert text_ops.register_for(os.path.join(tiny_hub, "preprocessor")) == []
+
+
+def test_an_unreadable_graph_is_left_to_the_loader(tmp_path, monkeypatch):
+    monkeypatch.delitem(sys.modules, "tensorflow_text")  # (so that the graph is read)
     (tmp_path / "saved_model.pb").write_bytes(b"not a protocol buffer")
     assert text_ops.register_for(str(tmp_path)) == []
     assert text_ops.register_for(str(tmp_path / "absent")) == []

@@ -15,6 +15,7 @@ against the installed tensorflow_text.
 """
 import importlib
 import importlib.util
+import sys
 
 import tensorflow as tf
 from google.protobuf import message
@@ -54,7 +55,7 @@ def library_dir():
 
 def graph_ops(export_dir):
     """The op types that the SavedModel in `export_dir` runs (its graphs and functions)."""
-    with tf.io.gfile.GFile(fs.join(export_dir, "saved_model.pb"), "rb") as f:
+    with fs.open(fs.join(export_dir, "saved_model.pb"), "rb") as f:
         saved = saved_model_pb2.SavedModel.FromString(f.read())
     ops = set()
     for meta_graph in saved.meta_graphs:
@@ -67,7 +68,11 @@ def graph_ops(export_dir):
 def register_for(export_dir):
     """Registers the ops of `export_dir`'s graph that TensorFlow does not know yet; returns the
     libraries loaded (empty when nothing was missing, None when it imported tensorflow_text).
-    An unreadable saved_model.pb is left for TensorFlow's loader to report."""
+    An unreadable saved_model.pb is left for TensorFlow's loader to report. Where
+    tensorflow_text is imported already, every op library of it is loaded, and the graph is
+    not read."""
+    if "tensorflow_text" in sys.modules:
+        return []
     try:
         missing = {op for op in graph_ops(export_dir) if op_def_registry.get(op) is None}
     except (OSError, ValueError, tf.errors.OpError, message.DecodeError):
