@@ -264,6 +264,19 @@ def train_flops_per_token(config, seq_length, pooled_only=False):
     return 3 * ((layers - 1) * layer + 4 * d * d + (layer - 4 * d * d) / seq_length)
 
 
+def encoder_build_config(handle):
+    """The config of the encoder `handle` resolves to, from the `zoo_build_info.json` beside a
+    zoo-build-hub encoder; None for an encoder zoo did not build."""
+    import zoo  # noqa: F401  (before TensorFlow: tf_keras)
+    from zoo.model import hub
+    encoder, _ = hub.resolve_handles(handle, None)
+    path = os.path.join(os.path.dirname(encoder), "zoo_build_info.json")
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)["config"]
+
+
 def forward_flops(config, length, pooled_only=True):
     """Model FLOPs of one sequence of `length` tokens through the encoder, forward only (a third
     of `train_flops_per_token`'s count, times the tokens). `pooled_only`: a classifier on the

@@ -37,8 +37,8 @@ import time
 
 from absl import app, flags
 
-from common import (BENCH, forward_flops, inference_groups, last_json, machine, onednn_env,
-                    run_script, serving_env, sst2_sentences)
+from common import (BENCH, batch_tokens, encoder_build_config, forward_flops, inference_groups,
+                    last_json, machine, onednn_env, run_script, serving_env, sst2_sentences)
 
 ROOT = os.path.dirname(BENCH)
 flags.DEFINE_string("data_dir", os.path.join(ROOT, "..", "shared", "data", "sst2"),
@@ -87,9 +87,10 @@ def write_exports(folder):
         packer = models.TextPacker(preprocessor, FLAGS.max_seq_length)
         labels = ["negative", "positive"]
     os.makedirs(folder, exist_ok=True)
+    lengths = sentence_lengths(packer)
     with open(os.path.join(folder, TOKENS_FILE), "w", encoding="utf-8") as f:
-        json.dump(dict(token_counts(packer), lengths=sentence_lengths(packer),
-                       encoder_config=build_config(FLAGS.encoder_handle)), f)
+        json.dump(dict(token_counts(lengths), lengths=lengths,
+                       encoder_config=encoder_build_config(FLAGS.encoder_handle)), f)
     for export in sorted({export_name(config) for config in FLAGS.zoo_configs}):
         precision, small = export.split("_")[0], export.endswith("_small")
         for trim in [True] + ([False] if "fixed" in FLAGS.policies else []):
@@ -106,25 +107,6 @@ def export_name(config):
     return parts[0] + ("_small" if "small" in parts[1:] else "")
 
 
-def token_counts(packer):
-    """{batch_B_POLICY: {real, padded}}: the tokens of the batches both sides take, as zoo's
-    preprocessor cuts them ([CLS] and [SEP] included): `real` the rows' own, `padded` rows x
-    the batch's longest (--max_seq_length for fixed), what a padded batch computes."""
-    import tensorflow as tf
-    texts = sst2_sentences(os.path.join(FLAGS.data_dir, "dev.tsv"))
-    counts = {}
-    for batch_size in FLAGS.batch_sizes:
-        for policy in FLAGS.policies:
-            real = padded = 0
-            for group in inference_groups(texts, int(batch_size), policy):
-                lengths = tf.reduce_sum(packer(tf.constant(group))["input_mask"], 1).numpy()
-                real += int(lengths.sum())
-                padded += len(group) * (FLAGS.max_seq_length if policy == "fixed"
-                                        else int(lengths.max()))
-            counts[f"batch_{batch_size}_{policy}"] = dict(real=real, padded=padded)
-    return counts
-
-
 def sentence_lengths(packer):
     """The tokens of each dev sentence, as zoo's preprocessor cuts it ([CLS], [SEP] included)."""
     import tensorflow as tf
@@ -132,15 +114,22 @@ def sentence_lengths(packer):
     return tf.reduce_sum(packer(tf.constant(texts))["input_mask"], 1).numpy().tolist()
 
 
-def build_config(handle):
-    """The encoder's config (`zoo_build_info.json` beside a zoo-build-hub encoder), or None."""
-    from zoo.model import hub
-    encoder, _ = hub.resolve_handles(handle, None)
-    path = os.path.join(os.path.dirname(encoder), "zoo_build_info.json")
-    if not os.path.exists(path):
-        return None
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)["config"]
+def token_counts(lengths):
+    """{batch_B_POLICY: {real, padded}}: the tokens of the batches both sides take, of the dev
+    sentences' `lengths`: `real` the rows' own, `padded` rows x the batch's longest
+    (--max_seq_length for fixed), what a padded batch computes (`common.batch_tokens`)."""
+    texts = sst2_sentences(os.path.join(FLAGS.data_dir, "dev.tsv"))
+    row = {text: i for i, text in enumerate(texts)}  # (a repeated sentence: the same length)
+    counts = {}
+    for batch_size in FLAGS.batch_sizes:
+        for policy in FLAGS.policies:
+            real = padded = 0
+            for group in inference_groups(texts, int(batch_size), policy):
+                tokens = batch_tokens([row[text] for text in group], lengths, policy,
+                                      FLAGS.max_seq_length)
+                real, padded = real + tokens[0], padded + tokens[1]
+            counts[f"batch_{batch_size}_{policy}"] = dict(real=real, padded=padded)
+    return counts
 
 
 def model_gflops(tokens, requests):

@@ -30,7 +30,8 @@ import tempfile
 
 from absl import app, flags
 
-from common import (BENCH, batch_plan, batch_tokens, last_json, machine, onednn_env, run_script,
+from common import (BENCH, batch_plan, batch_tokens, encoder_build_config, last_json, machine,
+                    onednn_env, run_script,
                     train_flops_per_token)
 
 ROOT = os.path.dirname(BENCH)
@@ -103,13 +104,9 @@ def token_lengths(work):
 
 
 def encoder_config():
-    path = FLAGS.encoder_config
-    if not path:
-        import zoo  # noqa: F401
-        from zoo.model import hub
-        encoder, _ = hub.resolve_handles("minilm_l6_h384_uncased", None)
-        path = os.path.join(os.path.dirname(encoder), "zoo_build_info.json")
-    with open(path, encoding="utf-8") as f:
+    if not FLAGS.encoder_config:
+        return encoder_build_config("minilm_l6_h384_uncased")
+    with open(FLAGS.encoder_config, encoding="utf-8") as f:
         return json.load(f)["config"]
 
 
