@@ -64,25 +64,19 @@ def squad_training(results):
 
 
 def fusion(results):
-    """The newest MRPC and SQuAD lines with XLA-fused settings beside the plain ones."""
-    lines, commands = [], []
-    for name, task in (("train_throughput", "mrpc"), ("squad_throughput", "squad")):
-        line = results.newest(name, lambda ln: ln.get("summary") and any(
-            s.endswith("fusion_on") for s in ln.get("settings", {})))
-        lines.append(line)
-        commands.append(_throughput_command(line, task))
-    rows = []
-    for name in lines[0]["settings"]:
-        cells = []
-        for line in lines:
-            fixed = line["settings"][name]["fixed"]
-            cells += [spread(fixed["examples_per_second"], fixed["min"], fixed["max"]),
-                      num(fixed["mfu"]), num(fixed["warmup_seconds"], 1)]
-        rows.append([name.replace(":", " "), *cells])
-    return (f"{where(lines[0])} (MRPC), {where(lines[1])} (SQuAD), fixed padding:\n\n" +
-            "\n".join(commands) + "\n" +
-            table(["setting", "MRPC examples/s", "MFU", "untimed first steps, s", "SQuAD windows/s",
-                   "MFU", "untimed first steps, s"], rows))
+    """MRPC, the newest line per CPU kind with XLA-fused settings beside the plain ones."""
+    commands, rows = [], []
+    for line in results.newest_per_cpu("train_throughput", lambda ln: ln.get("summary") and any(
+            s.endswith("fusion_on") for s in ln.get("settings", {}))).values():
+        commands.append(_throughput_command(line, "mrpc"))
+        for setting, values in line["settings"].items():
+            if values["side"] == "zoo":
+                fixed = values["fixed"]
+                rows.append([where(line), setting.split(":", 1)[1],
+                             spread(fixed["examples_per_second"], fixed["min"], fixed["max"]),
+                             num(fixed["mfu"]), num(fixed["warmup_seconds"], 1)])
+    return "\n".join(commands) + "\n" + table(
+        ["CPU, date", "zoo setting", "examples/s", "MFU", "untimed first steps, s"], rows)
 
 
 def onednn_accuracy(results):

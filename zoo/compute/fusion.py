@@ -12,13 +12,13 @@ only for training with fixed padding (every batch the same shape) on a CPU-only 
 replica (fusion under distribution strategies is not tested; `on` allows it), and only on a CPU with
 AMX. Since the encoder `zoo-build-hub` writes trains its layer norms and dropout with single kernels
 and `zoo.training.optimizer` updates each weight in one, little is left for XLA to fuse: on an AMD
-Zen 4 EPYC (AVX512_BF16, no AMX) the plain step was the faster one, in fp32 and bf16, and XLA's
-compilation lengthens the first steps (BENCHMARKS.md, "XLA fusion: off by default without AMX"). On
-an AMX CPU, whose bf16 matmuls are faster and leave the elementwise ops a larger share of the step,
-fusion was faster when last measured, with the encoder and optimizer of then; `auto` keeps it there.
-With bucketed or dynamic batches every new length would compile again; `on` forces it anyway. It
-needs one training step per call: auto-clustering a multi-step loop (`steps_per_execution` > 1)
-fails in TensorFlow 2.21 with "nodes in a cycle".
+Zen 4 EPYC (AVX512_BF16, no AMX) the plain step was the faster one, in fp32 and bf16, as it was in
+fp32 on a CPU with AVX2 alone, and XLA's compilation lengthens the first steps (BENCHMARKS.md, "XLA
+fusion: off by default without AMX"). On an AMX CPU, whose bf16 matmuls are faster and leave the
+elementwise ops a larger share of the step, fusion was faster when last measured, with the encoder
+and optimizer of then; `auto` keeps it there. With bucketed or dynamic batches every new length
+would compile again; `on` forces it anyway. It needs one training step per call: auto-clustering a
+multi-step loop (`steps_per_execution` > 1) fails in TensorFlow 2.21 with "nodes in a cycle".
 
 Fusion is confined to the training step: `scope` turns auto-clustering on around each call of
 the step and off again after it. TensorFlow reads the setting at every call of a tf.function,
