@@ -87,9 +87,10 @@ def write_exports(folder):
         packer = models.TextPacker(preprocessor, FLAGS.max_seq_length)
         labels = ["negative", "positive"]
     os.makedirs(folder, exist_ok=True)
-    lengths = sentence_lengths(packer)
+    texts = sst2_sentences(os.path.join(FLAGS.data_dir, "dev.tsv"))
+    lengths = sentence_lengths(packer, texts)
     with open(os.path.join(folder, TOKENS_FILE), "w", encoding="utf-8") as f:
-        json.dump(dict(token_counts(lengths), lengths=lengths,
+        json.dump(dict(token_counts(texts, lengths), lengths=lengths,
                        encoder_config=encoder_build_config(FLAGS.encoder_handle)), f)
     for export in sorted({export_name(config) for config in FLAGS.zoo_configs}):
         precision, small = export.split("_")[0], export.endswith("_small")
@@ -107,18 +108,16 @@ def export_name(config):
     return parts[0] + ("_small" if "small" in parts[1:] else "")
 
 
-def sentence_lengths(packer):
-    """The tokens of each dev sentence, as zoo's preprocessor cuts it ([CLS], [SEP] included)."""
+def sentence_lengths(packer, texts):
+    """The tokens of each of `texts`, as zoo's preprocessor cuts it ([CLS], [SEP] included)."""
     import tensorflow as tf
-    texts = sst2_sentences(os.path.join(FLAGS.data_dir, "dev.tsv"))
     return tf.reduce_sum(packer(tf.constant(texts))["input_mask"], 1).numpy().tolist()
 
 
-def token_counts(lengths):
-    """{batch_B_POLICY: {real, padded}}: the tokens of the batches both sides take, of the dev
-    sentences' `lengths`: `real` the rows' own, `padded` rows x the batch's longest
-    (--max_seq_length for fixed), what a padded batch computes (`common.batch_tokens`)."""
-    texts = sst2_sentences(os.path.join(FLAGS.data_dir, "dev.tsv"))
+def token_counts(texts, lengths):
+    """{batch_B_POLICY: {real, padded}}: the tokens of the batches both sides take of the dev
+    `texts`, whose token counts are `lengths`: `real` the rows' own, `padded` rows x the batch's
+    longest (--max_seq_length for fixed), what a padded batch computes (`common.batch_tokens`)."""
     row = {text: i for i, text in enumerate(texts)}  # (a repeated sentence: the same length)
     counts = {}
     for batch_size in FLAGS.batch_sizes:

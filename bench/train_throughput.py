@@ -31,8 +31,7 @@ import tempfile
 from absl import app, flags
 
 from common import (BENCH, batch_plan, batch_tokens, encoder_build_config, last_json, machine,
-                    onednn_env, run_script,
-                    train_flops_per_token)
+                    onednn_env, run_script, train_flops_per_token)
 
 ROOT = os.path.dirname(BENCH)
 flags.DEFINE_string("data_dir", os.path.join(ROOT, "..", "shared", "data", "mrpc"),
