@@ -1,5 +1,9 @@
 """Progress: a redrawn bar on a terminal, a line now and then in a log."""
 import io
+import re
+import time
+
+import pytest
 
 from zoo.base import progress
 
@@ -42,3 +46,16 @@ def test_numbers_and_durations_for_a_person():
         ["0.7917", "13.12", "2,346", "2,346", "1e-07", "123,457", "True"]
     assert [progress.duration(s) for s in (43.4, 185, 3720)] == ["43 s", "3 min 05 s",
                                                                  "1 h 02 min"]
+
+
+@pytest.mark.parametrize("total", [1000, None])
+def test_the_terminal_bar_writes_its_rate_as_a_number_for_a_person(total):
+    shown = io.StringIO()
+    with progress.Bar(total=total, unit="row", desc="check train", file=shown, mininterval=0) as line:
+        for _ in range(4):
+            time.sleep(0.002)
+            line.update(250)  # thousands of rows a second
+        line.set_postfix_str("loss=0.5")
+    last = shown.getvalue().rstrip("\n").split("\r")[-1]
+    assert last.startswith("check train: " + ("100%" if total else "1000 row ["))
+    assert re.search(r"\[\d\d:\d\d(<\d\d:\d\d)?, \d{1,3}(,\d{3})+ row/s, loss=0\.5\]$", last), last

@@ -42,3 +42,32 @@ def test_data_functions_skip_grappler_and_the_models_functions_keep_it(tmp_path)
     assert _fused(default["model"]) and _fused(default["data"])  # TensorFlow's own behaviour
     assert _fused(zoo["model"]), zoo  # the model's functions keep grappler's fusion
     assert not _fused(zoo["data"]) and "BiasAdd" in str(zoo["data"]), zoo  # tf.data's do not
+
+
+def test_eager_call_in_a_map_gives_the_functions_values_with_its_static_shapes():
+    import tensorflow as tf
+    from zoo.compute.pipelines import eager_call
+
+    traces = []
+
+    @tf.function(input_signature=[tf.RaggedTensorSpec([None, None], tf.int64),
+                                  tf.TensorSpec([None], tf.string)])
+    def pieces(ids, words):
+        traces.append(1)
+        return dict(total=tf.reduce_sum(ids, axis=1), doubled=ids * 2,
+                    padded=tf.pad(ids.to_tensor(shape=[None, 4]), [[0, 0], [0, 1]]),
+                    words=tf.strings.upper(words))
+
+    rows = tf.data.Dataset.from_tensor_slices(
+        (tf.ragged.constant([[1, 2], [3], [4, 5, 6], [7]], tf.int64), ["a", "b", "c", "d"]))
+    for _ in range(2):  # a second dataset and iterator: no new trace
+        ds = rows.batch(3).map(lambda ids, words: eager_call(pieces, ids, words))
+        assert ds.element_spec["padded"].shape.as_list() == [None, 5]
+        assert isinstance(ds.element_spec["doubled"], tf.RaggedTensorSpec)
+        for (ids, words), got in zip(rows.batch(3), ds):
+            want = pieces(ids, words)
+            for key in want:
+                assert tf.reduce_all(tf.equal(got[key], want[key])), key
+    assert len(traces) == 1
+    eager = eager_call(pieces, tf.ragged.constant([[1, 2]], tf.int64), tf.constant(["x"]))
+    assert eager["words"].numpy().tolist() == [b"X"]  # eagerly, the plain call

@@ -61,8 +61,7 @@ class _Lengths:
         self.histogram = np.zeros(_MAX_COUNTED_LENGTH + 1, np.int64)
         self.batch_size = batch_size
         self.pending = []
-        signature = [tf.TensorSpec([None], tf.string)] * (2 if pair else 1)
-        self.count = tf.function(packer.token_counts, input_signature=signature) if packer else None
+        self.count = packer.compiled(2 if pair else 1, counts=True) if packer else None
 
     def add(self, example):
         if self.count is None:

@@ -2,13 +2,14 @@
 
 Rows are read shard by shard in Python generators (parsing and row checks need Python), several
 shards interleaved, shuffled through a bounded buffer, then batched; tokenization and packing run
-inside the tf.data graph (the preprocessor's own tensorflow_text ops), batch by batch, in
-parallel with training. Nothing is read or tokenized up front, so memory does not grow with
-the data.
+in the tf.data pipeline (the preprocessor's own tensorflow_text ops, a function instantiated once
+in the process: `zoo.compute.pipelines.eager_call`), batch by batch, in parallel with training.
+Nothing is read or tokenized up front, so memory does not grow with the data.
 """
 import numpy as np
 import tensorflow as tf
 
+from zoo.compute.pipelines import eager_call
 from zoo.data.sources import with_valid_labels
 from zoo.data.text_files import BadRow
 
@@ -96,7 +97,8 @@ def group_by_length(ds, packer, pair, batch_size, seed, window_batches=DEFAULT_G
 
     def sort_window(index, rows):
         texts = [rows["text_a"]] + ([rows["text_b"]] if pair else [])
-        order = tf.argsort(packer.token_counts(*texts), stable=True)
+        counts = eager_call(packer.compiled(len(texts), counts=True), *texts)
+        order = tf.argsort(counts, stable=True)
         full = tf.size(order) // batch_size * batch_size
         window_seed = tf.stack([tf.constant(seed, tf.int64), index])
         blocks = tf.random.experimental.stateless_shuffle(
@@ -114,7 +116,7 @@ def pack_batches(ds, packer, pair, batch_size, with_labels, drop_remainder=False
 
     def pack(batch):
         texts = [batch["text_a"]] + ([batch["text_b"]] if pair else [])
-        packed = packer(*texts)
+        packed = eager_call(packer.compiled(len(texts)), *texts)
         if dynamic_padding:
             packed = trim_to_longest(packed)
         return (packed, batch["label"]) if with_labels else packed

@@ -23,6 +23,7 @@ import tensorflow as tf
 import tensorflow_text as text
 
 from zoo.base.errors import UsageError
+from zoo.compute.pipelines import eager_call
 from zoo.data import windows
 
 QUESTIONS_PER_CALL = 32  # questions windowed by one call in the datasets
@@ -203,7 +204,7 @@ def training_windows(windower, source, batch_size, seed, question_buffer):
     ds = ds.shuffle(question_buffer, seed=seed, reshuffle_each_iteration=False)
 
     def window(question, context, answer_start, answer_end):
-        windows = windower.training(question, context, answer_start, answer_end)
+        windows = eager_call(windower.training, question, context, answer_start, answer_end)
         return ({k: windows[k] for k in INPUT_KEYS},
                 dict(start_positions=windows["start_position"],
                      end_positions=windows["end_position"]))
@@ -225,7 +226,7 @@ def inference_windows(windower, rows, batch_size):
     ds = tf.data.Dataset.from_generator(rows, output_signature=signature)
 
     def window(index, question, context):
-        windows = windower.inference(question, context)
+        windows = eager_call(windower.inference, question, context)
         meta = dict(index=tf.gather(index, windows["example"]), windows=windows["windows"],
                     char_start=windows["char_start"], char_end=windows["char_end"],
                     max_context=windows["max_context"])

@@ -21,6 +21,7 @@ import tensorflow_text as text
 
 from zoo.base import fs
 from zoo.base.errors import UsageError
+from zoo.compute.pipelines import eager_call
 from zoo.data import labels, windows
 from zoo.data.conll import Sentence, entity_type
 
@@ -108,8 +109,8 @@ class TagWindower:
         self.doc_stride = doc_stride
         strings, ints = tf.RaggedTensorSpec([None, None], tf.string), \
             tf.RaggedTensorSpec([None, None], tf.int32)
-        self.training = tf.function(lambda tokens, tags: self.from_tokens(tokens, tags),
-                                    input_signature=[strings, ints])
+        self.training = tf.function(self.from_tokens, input_signature=[
+            strings, ints, tf.TensorSpec([None], tf.int32)])
         self.inference = tf.function(lambda tokens: self.from_tokens(tokens, empty_words=False),
                                      input_signature=[strings])
         self.count = tf.function(self.counts, input_signature=[strings])
@@ -250,7 +251,7 @@ def training_windows(windower, vocab, source, batch_size, seed, sentence_buffer,
     continuation = tf.constant(vocab.continuation, tf.int32)
 
     def window(tokens, tags):
-        result = windower.from_tokens(tokens, tags, continuation)
+        result = eager_call(windower.training, tokens, tags, continuation)
         return {k: result[k] for k in INPUT_KEYS}, result["labels"]
 
     ds = ds.ragged_batch(SENTENCES_PER_CALL).map(window, num_parallel_calls=tf.data.AUTOTUNE)
@@ -269,7 +270,7 @@ def inference_windows(windower, rows, batch_size):
     ds = tf.data.Dataset.from_generator(rows, output_signature=signature)
 
     def window(index, tokens):
-        result = windower.inference(tokens)
+        result = eager_call(windower.inference, tokens)
         meta = dict(index=tf.gather(index, result["example"]), windows=result["windows"],
                     token=result["token"], max_context=result["max_context"])
         return {k: result[k] for k in INPUT_KEYS}, meta

@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from zoo.base.errors import UsageError
 from zoo.base.files import PartialFile, written
+from zoo.compute.pipelines import eager_call
 from zoo.data.pipeline import trim_to_longest
 from zoo.data.sources import ListSource, Pending, iterate
 from zoo.data.text_files import BadRow
@@ -85,7 +86,8 @@ def stream_predictions(core, packer, source, batch_size, sort_by_length=True,
     trim = not distribute.is_tpu(strategy)  # TPUs want one shape: keep max_seq_length
 
     def pack(text_a, text_b, index):
-        packed = packer(*([text_a, text_b] if source.pair else [text_a]))
+        texts = [text_a, text_b] if source.pair else [text_a]
+        packed = eager_call(packer.compiled(len(texts)), *texts)
         return (trim_to_longest(packed) if trim else packed), index
 
     ds = ds.map(pack, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

@@ -142,6 +142,7 @@ class TextPacker:
             self.special_tokens = {k: int(v) for k, v in
                                    self.preprocessor.tokenize.get_special_tokens_dict().items()}
             self.pair_separators, self.pair_types = self._pair_format()
+        self._compiled = {}
 
     def _pair_format(self):
         """How the preprocessor packs a pair: (separators, whether the second segment's token
@@ -156,6 +157,16 @@ class TextPacker:
     def __call__(self, *texts):
         segments = [self.preprocessor.tokenize(tf.reshape(t, [-1])) for t in texts]
         return self.preprocessor.bert_pack_inputs(segments, seq_length=self.seq_length)
+
+    def compiled(self, segments, counts=False):
+        """`self` (or with `counts`, `token_counts`) of `segments` string batches `[batch]` as a
+        `tf.function`, traced once for this packer: what a `tf.data` pipeline calls through
+        `zoo.compute.pipelines.eager_call`, and a data check eagerly."""
+        if (segments, counts) not in self._compiled:
+            self._compiled[segments, counts] = tf.function(
+                self.token_counts if counts else self,
+                input_signature=[tf.TensorSpec([None], tf.string)] * segments)
+        return self._compiled[segments, counts]
 
     def tokens(self, text):
         """Wordpiece ids `[batch, (tokens)]` of a string batch (words merged)."""
