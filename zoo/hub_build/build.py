@@ -138,16 +138,16 @@ class SavedEncoder(tf.__internal__.tracking.AutoTrackable):
         # reads; the variables are saved through `variables`.
         self.model = model
 
-    @tf.function
+    @tf.function(autograph=False)
     def __call__(self, inputs, training=False, pooled_only=False):
         return self.model.get_layer("bert_encoder")(inputs, training=training,
                                                     pooled_only=pooled_only)
 
-    @tf.function
+    @tf.function(autograph=False)
     def embed(self, inputs):
         return self.model.get_layer("bert_encoder").embed(inputs)
 
-    @tf.function
+    @tf.function(autograph=False)
     def call_embedded(self, inputs):
         return self.model.get_layer("bert_encoder")(inputs, training=False)
 

@@ -67,7 +67,7 @@ class Tokenize(tf.Module):
         self.get_special_tokens_dict = tf.function(
             lambda: {k: tf.constant(v) for k, v in special_tokens.items()}, input_signature=[])
 
-    @tf.function(input_signature=[STRINGS])
+    @tf.function(input_signature=[STRINGS], autograph=False)
     def __call__(self, strings):
         tokens = tf.cast(self._tokenizer.tokenize(strings), tf.int32)
         return _with_batch_rows(tokens, tf.shape(strings)[0])
@@ -124,7 +124,7 @@ class TokenizeWithOffsets(tf.Module):
         self._tokenizer = tokenizer
         self._do_lower_case = do_lower_case
 
-    @tf.function(input_signature=[STRINGS])
+    @tf.function(input_signature=[STRINGS], autograph=False)
     def __call__(self, strings):
         tokens, starts, limits = self._tokenizer.tokenize_with_offsets(strings)
         if self._do_lower_case:
@@ -186,7 +186,7 @@ class BertPreprocessor(tf.Module):
         result["vocab_size"] = int(self._vocab_table.size())
         return result
 
-    @tf.function(input_signature=[STRINGS])
+    @tf.function(input_signature=[STRINGS], autograph=False)
     def __call__(self, strings):
         # The instance attribute `__call__` is what gets saved; before saving, call it by name.
         return self.bert_pack_inputs.__call__([self.tokenize(strings)], self.default_seq_length)

@@ -60,7 +60,7 @@ class Tokenize(tf.Module):
         self.get_special_tokens_dict = tf.function(
             lambda: {k: tf.constant(v) for k, v in special.items()}, input_signature=[])
 
-    @tf.function(input_signature=[STRINGS])
+    @tf.function(input_signature=[STRINGS], autograph=False)
     def __call__(self, strings):
         ids = self._tokenizer.tokenize(strings)
         return _with_batch_rows(_group_words(ids, self._starts_word), tf.shape(strings)[0])
@@ -75,7 +75,7 @@ class TokenizeWithOffsets(tf.Module):
         self._tokenizer = tokenizer
         self._starts_word = starts_word
 
-    @tf.function(input_signature=[STRINGS])
+    @tf.function(input_signature=[STRINGS], autograph=False)
     def __call__(self, strings):
         ids, starts, limits = self._tokenizer.tokenize_with_offsets(strings)
         grouped = _group_words(ids, self._starts_word)
@@ -124,6 +124,6 @@ class SentencePiecePreprocessor(tf.Module):
             pack=functools.partial(pack_inputs, double_separator=True))
         self.default_seq_length = default_seq_length
 
-    @tf.function(input_signature=[STRINGS])
+    @tf.function(input_signature=[STRINGS], autograph=False)
     def __call__(self, strings):
         return self.bert_pack_inputs.__call__([self.tokenize(strings)], self.default_seq_length)
