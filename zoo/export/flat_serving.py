@@ -20,7 +20,7 @@ from tensorflow.python.trackable import resource
 from zoo.export import grappler
 
 
-def _owners(module):
+def owners(module):
     """{handle tensor ref: the variable or resource (a lookup table) that owns it} of every
     object `module` tracks."""
     owners = {}
@@ -68,13 +68,13 @@ class FlatServing(tf.Module):
         concrete = module.serve.get_concrete_function()
         specs = tf.nest.flatten(concrete.structured_input_signature)
         input_names = [t.name for t in concrete.inputs[:len(specs)]]
-        owners = _owners(module)
+        owned = owners(module)
         fed, constants, self.resources = {}, {}, []
         for outside, inside in concrete.graph.captures:
             if outside.dtype != tf.resource:
                 constants[inside.name] = outside.numpy()
-            elif outside.ref() in owners:
-                fed[inside.name] = owners[outside.ref()]
+            elif outside.ref() in owned:
+                fed[inside.name] = owned[outside.ref()]
                 if not any(fed[inside.name] is r for r in self.resources):
                     self.resources.append(fed[inside.name])
             else:

@@ -31,7 +31,7 @@ from tensorflow.lite.tools import flatbuffer_utils
 from zoo.base import fs
 from zoo.base.errors import UsageError
 from zoo.base.files import atomic_directory
-from zoo.export import savedmodel
+from zoo.export import flat_serving, savedmodel
 from zoo.model.cores import text_input_names
 from zoo.model.hub import HandleError
 
@@ -164,13 +164,24 @@ def with_metadata(model, metadata):
     return bytes(flatbuffer_utils.convert_object_to_bytearray(flat))
 
 
+def _converted(module):
+    """What the converter reads of a serving `module`: its `serve` and the variables and tables
+    that `serve` reads. Not the module itself: saving its Keras core traces every layer again
+    for tf_keras's own object graph, which the converter never reads."""
+    root = tf.Module()
+    root.serve = module.serve
+    root.resources = list(flat_serving.owners(module).values())
+    return root
+
+
 def export(export_dir, module, quantization="dynamic", representative=None, metadata=None):
     """Writes `export_dir/model.tflite` of a serving `module` (`serve`: strings -> outputs,
     e.g. a `zoo.export.savedmodel.TextServing` on a `FastPacker`) at `quantization`, with
     `metadata` (plus the quantization); returns the file's path. A failure leaves what was at
     `export_dir` as it was."""
     with tempfile.TemporaryDirectory(prefix="zoo_litert_") as staging:
-        tf.saved_model.save(module, staging, signatures={"serving_default": module.serve})
+        tf.saved_model.save(_converted(module), staging,
+                            signatures={"serving_default": module.serve})
         model = convert(staging, quantization, representative)
     model = with_metadata(model, dict(metadata or {}, quantization=quantization))
     with atomic_directory(export_dir) as staging:
