@@ -29,6 +29,20 @@ def test_packer_matches_the_preprocessor_and_pads_to_seq_length(tiny_hub):
     np.testing.assert_array_equal(packed["input_type_ids"].numpy()[0, :8], [0] * 6 + [1, 1])
 
 
+def test_a_shared_packer_and_what_is_derived_from_it_serve_later_runs(tiny_hub):
+    handle = tiny_hub + "/preprocessor"
+    packer = cores.TextPacker.shared(handle, seq_length=12)
+    assert cores.TextPacker.shared(handle, seq_length=12) is packer
+    assert packer.compiled(1) is cores.TextPacker.shared(handle, seq_length=12).compiled(1)
+    assert cores.TextPacker.shared(handle, seq_length=16) is not packer
+    made = []
+    derived = packer.derived(("layout", 1), lambda: made.append(1) or object())
+    assert packer.derived(("layout", 1), lambda: made.append(1) or object()) is derived
+    assert packer.derived(("layout", 2), object) is not derived and made == [1]
+    with tf.distribute.MirroredStrategy(["/cpu:0"]).scope():  # its own preprocessor and packer
+        assert cores.TextPacker.shared(handle, seq_length=12) is not packer
+
+
 def test_a_multi_head_core_shares_one_encoder_between_its_heads(tiny_hub):
     from zoo.model.heads import ClassifierHead, SpanHead
     model = cores.multi_head_core(tiny_hub + "/encoder", {

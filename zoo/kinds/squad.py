@@ -122,8 +122,9 @@ class Squad(SingleTask):
     def windower(self):
         if self._windower is None:
             s = self.settings
-            self._windower = squad_windows.Windower(self.run.packer, s.max_seq_length,
-                                                    s.doc_stride, s.max_query_length)
+            layout = (s.max_seq_length, s.doc_stride, s.max_query_length)
+            self._windower = self.run.packer.derived(
+                ("squad", *layout), lambda: squad_windows.Windower(self.run.packer, *layout))
         return self._windower
 
     def prepare_training(self, evaluate_each_epoch):

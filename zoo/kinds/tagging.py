@@ -85,8 +85,9 @@ class Tagging(LabelledRows):
     @property
     def windower(self):
         if self._windower is None:
-            self._windower = tagging.TagWindower(self.run.packer, self.settings.max_seq_length,
-                                                 self.settings.doc_stride)
+            layout = (self.settings.max_seq_length, self.settings.doc_stride)
+            self._windower = self.run.packer.derived(
+                ("tagging", *layout), lambda: tagging.TagWindower(self.run.packer, *layout))
         return self._windower
 
     def open_labels(self):

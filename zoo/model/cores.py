@@ -127,12 +127,31 @@ def span_core(encoder, on_tpu=False):
     return keras.Model(inputs, outputs, name="span_core")
 
 
+_SHARED_PACKERS = {}  # (id of a loaded preprocessor, length) -> `TextPacker.shared`'s packer
+
+
 class TextPacker:
     """Raw strings (one or two segments) -> packed BERT inputs, with the preprocessor's own ops.
 
     Usable in a tf.data `map`, inside a Keras model, and inside an exported tf.function. The
     loaded preprocessor is `.preprocessor`; `.special_tokens` holds its special token ids.
     """
+
+    @classmethod
+    def shared(cls, preprocessor_handle, seq_length, on_tpu=False):
+        """The process's packer of this preprocessor and length, made on first use: the
+        functions traced on it (`compiled`, `derived`) serve every later run in the process
+        (a notebook's, a test's) instead of being traced and instantiated again. Under a
+        distribution strategy's scope, whose preprocessor is loaded for it, a packer of its
+        own."""
+        packer = cls(preprocessor_handle, seq_length, on_tpu)
+        if tf.distribute.has_strategy():
+            return packer
+        key = (id(packer.preprocessor), seq_length)
+        kept = _SHARED_PACKERS.get(key)
+        if kept is None or kept.preprocessor is not packer.preprocessor:
+            _SHARED_PACKERS[key] = kept = packer
+        return kept
 
     def __init__(self, preprocessor_handle, seq_length, on_tpu=False):
         self.handle = preprocessor_handle
@@ -142,7 +161,7 @@ class TextPacker:
             self.special_tokens = {k: int(v) for k, v in
                                    self.preprocessor.tokenize.get_special_tokens_dict().items()}
             self.pair_separators, self.pair_types = self._pair_format()
-        self._compiled = {}
+        self._compiled, self._derived = {}, {}
 
     def _pair_format(self):
         """How the preprocessor packs a pair: (separators, whether the second segment's token
@@ -167,6 +186,13 @@ class TextPacker:
                 self.token_counts if counts else self,
                 input_signature=[tf.TensorSpec([None], tf.string)] * segments)
         return self._compiled[segments, counts]
+
+    def derived(self, key, make):
+        """`make()`, made once per packer and `key` (e.g. a SQuAD windower of one layout,
+        with its traced functions) and kept with the packer."""
+        if key not in self._derived:
+            self._derived[key] = make()
+        return self._derived[key]
 
     def tokens(self, text):
         """Wordpiece ids `[batch, (tokens)]` of a string batch (words merged)."""

@@ -67,10 +67,10 @@ class Run:
 
     @property
     def packer(self) -> TextPacker:
-        """The preprocessor at the run's `max_seq_length`."""
+        """The preprocessor at the run's `max_seq_length` (`TextPacker.shared`)."""
         if self._packer is None:
-            self._packer = TextPacker(self.handles[1], self.settings.max_seq_length,
-                                      on_tpu=self.on_tpu)
+            self._packer = TextPacker.shared(self.handles[1], self.settings.max_seq_length,
+                                             on_tpu=self.on_tpu)
         return self._packer
 
     @property
