@@ -138,6 +138,8 @@ class SavedEncoder(tf.__internal__.tracking.AutoTrackable):
         # reads; the variables are saved through `variables`.
         self.model = model
 
+    # The saved functions are traced without autograph (also the preprocessors'): they have no
+    # control flow on tensors, and converting tf_keras's code cost a third of a build.
     @tf.function(autograph=False)
     def __call__(self, inputs, training=False, pooled_only=False):
         return self.model.get_layer("bert_encoder")(inputs, training=training,
