@@ -116,16 +116,13 @@ class Squad(SingleTask):
     def __init__(self, run, read_split):
         super().__init__(run, read_split)
         self.train_source = self.eval_source = None
-        self._windower = None
 
     @property
     def windower(self):
-        if self._windower is None:
-            s = self.settings
-            layout = (s.max_seq_length, s.doc_stride, s.max_query_length)
-            self._windower = self.run.packer.derived(
-                ("squad", *layout), lambda: squad_windows.Windower(self.run.packer, *layout))
-        return self._windower
+        s = self.settings
+        layout = (s.max_seq_length, s.doc_stride, s.max_query_length)
+        return self.run.packer.derived(
+            ("squad", *layout), lambda: squad_windows.Windower(self.run.packer, *layout))
 
     def prepare_training(self, evaluate_each_epoch):
         self.train_source = _as_source(self.read_split("train"))

@@ -78,17 +78,11 @@ class Tagging(LabelledRows):
         del settings
         return "dynamic"  # batches are cut to their longest window
 
-    def __init__(self, run, read_split):
-        super().__init__(run, read_split)
-        self._windower = None
-
     @property
     def windower(self):
-        if self._windower is None:
-            layout = (self.settings.max_seq_length, self.settings.doc_stride)
-            self._windower = self.run.packer.derived(
-                ("tagging", *layout), lambda: tagging.TagWindower(self.run.packer, *layout))
-        return self._windower
+        layout = (self.settings.max_seq_length, self.settings.doc_stride)
+        return self.run.packer.derived(
+            ("tagging", *layout), lambda: tagging.TagWindower(self.run.packer, *layout))
 
     def open_labels(self):
         return tagging.OpenTags()

@@ -127,7 +127,7 @@ def span_core(encoder, on_tpu=False):
     return keras.Model(inputs, outputs, name="span_core")
 
 
-_SHARED_PACKERS = {}  # (id of a loaded preprocessor, length) -> `TextPacker.shared`'s packer
+_SHARED_PACKERS = {}  # (`zoo.model.hub.preprocessor_key`, length) -> `TextPacker.shared`'s
 
 
 class TextPacker:
@@ -144,14 +144,13 @@ class TextPacker:
         (a notebook's, a test's) instead of being traced and instantiated again. Under a
         distribution strategy's scope, whose preprocessor is loaded for it, a packer of its
         own."""
-        packer = cls(preprocessor_handle, seq_length, on_tpu)
         if tf.distribute.has_strategy():
-            return packer
-        key = (id(packer.preprocessor), seq_length)
-        kept = _SHARED_PACKERS.get(key)
-        if kept is None or kept.preprocessor is not packer.preprocessor:
-            _SHARED_PACKERS[key] = kept = packer
-        return kept
+            return cls(preprocessor_handle, seq_length, on_tpu)
+        # the key of the process's loaded preprocessor (`zoo.model.hub.load_preprocessor`)
+        key = (zoo_hub.preprocessor_key(preprocessor_handle, on_tpu), seq_length)
+        if key not in _SHARED_PACKERS:
+            _SHARED_PACKERS[key] = cls(preprocessor_handle, seq_length, on_tpu)
+        return _SHARED_PACKERS[key]
 
     def __init__(self, preprocessor_handle, seq_length, on_tpu=False):
         self.handle = preprocessor_handle

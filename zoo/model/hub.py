@@ -353,10 +353,10 @@ def embedding_functions(encoder):
     return loaded.embed, loaded.call_embedded
 
 
-_PREPROCESSORS = {}  # what `load_preprocessor` loaded in this process, by `_preprocessor_key`
+_PREPROCESSORS = {}  # what `load_preprocessor` loaded in this process, by `preprocessor_key`
 
 
-def _preprocessor_key(handle, on_tpu):
+def preprocessor_key(handle, on_tpu):
     """A handle's identity for reuse: with a local SavedModel, the modification time of its
     saved_model.pb (a rebuilt one is loaded anew)."""
     path = fs.join(handle, "saved_model.pb")
@@ -373,7 +373,7 @@ def load_preprocessor(handle, on_tpu=False):
     """
     if tf.distribute.has_strategy():
         return _load_preprocessor(handle, on_tpu)
-    key = _preprocessor_key(handle, on_tpu)
+    key = preprocessor_key(handle, on_tpu)
     if key not in _PREPROCESSORS:
         _PREPROCESSORS[key] = _load_preprocessor(handle, on_tpu)
     return _PREPROCESSORS[key]
