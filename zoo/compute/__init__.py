@@ -1,6 +1,7 @@
 """What the machine decides: the precision of training and export (`precision`: bf16 through
 oneDNN where the CPU has it), XLA fusion of the training step (`fusion`), glibc's malloc
-thresholds (`malloc`) and grappler for the model's functions but not tf.data's (`pipelines`).
+thresholds (`malloc`), grappler for the model's functions but not tf.data's (`pipelines`) and a
+run's seed, set without dropping the functions the process has instantiated (`seeds`).
 Resolved once at the start of a run and passed on explicitly."""
 import dataclasses
 

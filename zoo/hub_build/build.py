@@ -19,10 +19,10 @@ import json
 import os
 
 import tensorflow as tf
-import tf_keras as keras
 
 from zoo.base import fs
 from zoo.base.files import atomic_directory
+from zoo.compute import seeds
 from zoo.hub_build import checkpoint as ckpt
 from zoo.hub_build import e5_file, sentencepiece_model
 from zoo.hub_build.encoder import BertConfig, build_encoder_model
@@ -173,7 +173,7 @@ def save_encoder(path, config, vocab_file, do_lower_case, checkpoint=None, seed=
                  sentencepiece_model=None):
     """Writes the encoder SavedModel (`SavedEncoder`); random weights (seeded) when neither
     `checkpoint` nor `load` (a function that assigns the weights of a `BertEncoder`) is given."""
-    keras.utils.set_random_seed(seed)
+    seeds.set_seed(seed)
     model = build_encoder_model(config)
     if checkpoint is not None:
         ckpt.load_weights(model.get_layer("bert_encoder"), checkpoint)

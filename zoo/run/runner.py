@@ -16,14 +16,12 @@ import contextlib
 import dataclasses
 import time
 
-import tf_keras as keras
-
 from zoo.base import fs
 from zoo.base import stages
 from zoo.base.errors import UsageError
 from zoo.base.fields import check_fields, group_of
 from zoo.base.files import save_json
-from zoo.compute import Compute, precision
+from zoo.compute import Compute, precision, seeds
 from zoo.data.text_files import DataError
 from zoo.evaluation import explain_files, plots
 from zoo.export import frozen_core, litert, savedmodel
@@ -238,7 +236,7 @@ def export(task, core, what_next=True):
 def build_core(task):
     """The task's core model on a trainable encoder, under the run's strategy (seeded)."""
     run_ = task.run
-    keras.utils.set_random_seed(task.settings.seed)
+    seeds.set_seed(task.settings.seed)
     with run_.strategy.scope():
         encoder = hub.encoder_layer(
             run_.handles[0], trainable=True, on_tpu=run_.on_tpu,
