@@ -5,15 +5,17 @@ TensorFlow's global seed. TensorFlow's part, run eagerly, also clears the eager 
 of kernels, so that stateful random kernels start their sequences again; every instantiated
 function goes with it. The next call of each then instantiates it again, through grappler's
 passes: the packing and windowing functions of the process's packer
-(`zoo.model.cores.TextPacker.shared`), seconds a run even on a tiny model. Clearing them cost a
-run once (its data check runs before its model is built and seeded) and cost every later run in
-the process all over again (a notebook's, a test session's).
+(`zoo.model.cores.TextPacker.shared`), much of a small run's time. Clearing them would cost a
+run once (its data check runs before its model is built and seeded) and every later run in the
+process all over again (a notebook's, a test session's).
 
 `set_seed` seeds the same generators and keeps the cache. What that leaves out does not touch
 zoo's results: its random draws never come from a stateful kernel that outlives a run. The
 model's (initial weights, dropout) are drawn in the model's own functions, new to each run, or
-eagerly from seeds that tf_keras's generator gives; the data's (shuffles, windows of similar
-length) come from dataset ops made for each iterator with explicit seeds, or stateless ops.
+by tf_keras's initializers from seeds its generator gives; the data's (shuffles, windows of
+similar length) come from dataset ops made for each iterator with explicit seeds, or stateless
+ops. Only an eager stateful draw (`tf.random.uniform` outside any function) would go on with
+its sequence where TensorFlow's own seeding starts it again, and zoo makes none.
 """
 import random
 
