@@ -7,6 +7,7 @@ import sys
 import numpy as np
 import pytest
 import tensorflow as tf
+import tensorflow_text
 
 from tests.helpers import ROOT
 from zoo.base.errors import UsageError
@@ -137,6 +138,33 @@ def test_the_registry_splits_tensorflows_ops_from_each_tf_text_librarys():
     assert "FastWordpieceTokenizeWithOffsets" in known["libraries"]["fast_wordpiece_tokenizer"]
     assert "NormalizeUTF8" in known["libraries"]["normalize_ops"]
     assert set(conformance.SERVING_TEXT_LIBRARIES) <= set(known["libraries"])
+
+
+@pytest.fixture
+def fresh_registry(monkeypatch, tmp_path):
+    """An empty cache folder, and `registry()` as a new process finds it (not yet read); the
+    op lists read in its place are counted."""
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path))
+    reads = []
+    monkeypatch.setattr(conformance, "_read_registry", lambda: reads.append(1) or dict(
+        core=["MatMul"], libraries={"normalize_ops": ["NormalizeUTF8"]}))
+    conformance.registry.cache_clear()
+    yield tmp_path / "op_registry", reads
+    conformance.registry.cache_clear()
+
+
+def test_the_registry_is_read_once_and_kept_under_the_packages_versions(fresh_registry):
+    folder, reads = fresh_registry
+    first = conformance.registry()
+    conformance.registry.cache_clear()  # another process
+    assert conformance.registry() == first and len(reads) == 1
+    (kept,) = folder.iterdir()
+    assert kept.name == f"tensorflow-{tf.__version__}-text-{tensorflow_text.__version__}.json"
+    kept.write_text('{"core": ["MatMul"')  # cut short
+    conformance.registry.cache_clear()
+    assert conformance.registry() == first and len(reads) == 2
+    assert json.loads(kept.read_text()) == first and [p.name for p in folder.iterdir()] == [
+        kept.name]
 
 
 def test_a_folder_without_an_export_is_named(tmp_path, every_kind):

@@ -27,6 +27,7 @@ import tensorflow as tf
 import tensorflow_text
 
 from zoo.base import files, fs
+from zoo.base.cache import cache_dir
 from zoo.base.errors import UsageError
 
 SERVING_TEXT_VERSION = "2.20.0"
@@ -72,7 +73,28 @@ print(json.dumps(dict(core=sorted(core), libraries=libraries)))
 def registry():
     """{"core": TensorFlow's op names, "libraries": {TF Text library: its op names}}, read in a
     fresh Python that imports tensorflow alone, then loads each of tensorflow_text's op
-    libraries in turn."""
+    libraries in turn. That takes seconds, and the answer depends only on the two packages: it
+    is kept in zoo's cache folder (`zoo.base.cache`) under their versions, and read from there
+    while the file is whole."""
+    path = os.path.join(cache_dir(), "op_registry",
+                        f"tensorflow-{tf.__version__}-text-{tensorflow_text.__version__}.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            known = json.load(f)
+        if isinstance(known, dict) and {"core", "libraries"} <= set(known):
+            return known
+    except (OSError, ValueError):
+        pass
+    known = _read_registry()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    staging = f"{path}.{os.getpid()}.tmp"
+    with open(staging, "w", encoding="utf-8") as f:
+        json.dump(known, f)
+    os.replace(staging, path)  # whole or absent, also with several processes at once
+    return known
+
+
+def _read_registry():
     folder = os.path.dirname(tensorflow_text.__file__)
     result = subprocess.run([sys.executable, "-c", _REGISTRY, folder], capture_output=True,
                             text=True, check=False, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))

@@ -23,6 +23,7 @@ import tensorflow_text  # noqa: F401  (registers the ops a preprocessor needs; t
 from tensorflow.core.protobuf import saved_model_pb2
 
 from zoo.base import fs, stages
+from zoo.base.cache import cache_dir
 from zoo.base.errors import NamesSettings
 from zoo.hub_build import build as hub_build
 
@@ -101,11 +102,6 @@ ARCHIVES = (".tar.gz", ".tgz")
 
 class HandleError(NamesSettings, ValueError):
     """A handle that is neither a known name, a URL nor a usable directory."""
-
-
-def cache_dir():
-    """Where locally built models live: `$ZOO_CACHE_DIR`, else `~/.cache/zoo`."""
-    return os.path.expanduser(os.environ.get("ZOO_CACHE_DIR", "~/.cache/zoo"))
 
 
 @contextlib.contextmanager
