@@ -167,6 +167,16 @@ def test_the_registry_is_read_once_and_kept_under_the_packages_versions(fresh_re
         kept.name]
 
 
+def test_a_cache_folder_that_cannot_be_written_still_gives_the_registry(fresh_registry,
+                                                                         monkeypatch, tmp_path):
+    _, reads = fresh_registry
+    blocked = tmp_path / "a_file"
+    blocked.write_text("")
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(blocked))  # op_registry/ cannot be made in it
+    assert conformance.registry()["core"] == ["MatMul"] and len(reads) == 1
+    assert blocked.read_text() == ""
+
+
 def test_a_folder_without_an_export_is_named(tmp_path, every_kind):
     parent = every_kind[0].rsplit("/", 1)[0]
     with pytest.raises(UsageError, match=r"no saved_model.pb \(the export is .*/1\)"):

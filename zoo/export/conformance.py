@@ -16,6 +16,7 @@ where no TF Serving binary runs (`zoo check-export DIR`).
   encoded and decoded (`grpc_predict`); each must give the session's own outputs.
 """
 import base64
+import contextlib
 import functools
 import json
 import os
@@ -75,7 +76,7 @@ def registry():
     fresh Python that imports tensorflow alone, then loads each of tensorflow_text's op
     libraries in turn. That takes seconds, and the answer depends only on the two packages: it
     is kept in zoo's cache folder (`zoo.base.cache`) under their versions, and read from there
-    while the file is whole."""
+    while the file is whole. A cache folder that cannot be written is left as it is."""
     path = os.path.join(cache_dir(), "op_registry",
                         f"tensorflow-{tf.__version__}-text-{tensorflow_text.__version__}.json")
     try:
@@ -86,11 +87,16 @@ def registry():
     except (OSError, ValueError):
         pass
     known = _read_registry()
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    # staged under a name of this process's: two processes may write the same file at once
     staging = f"{path}.{os.getpid()}.tmp"
-    with open(staging, "w", encoding="utf-8") as f:
-        json.dump(known, f)
-    os.replace(staging, path)  # whole or absent, also with several processes at once
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(staging, "w", encoding="utf-8") as f:
+            json.dump(known, f)
+        os.replace(staging, path)
+    except OSError:  # a cache folder that cannot be written (a read-only home): not kept
+        with contextlib.suppress(OSError):
+            os.remove(staging)
     return known
 
 
