@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from tests.compute.test_call_options import executed_graphs
 from tests.helpers import ROOT
 from zoo import serving
 from zoo.cli import serve_predict
@@ -25,7 +26,8 @@ from zoo.serving import load
 model = load(sys.argv[1], batch_size=3)
 rows = model.predict(json.loads(sys.argv[2]))
 light = ("zoo.serving", "zoo.base", "zoo.base.errors", "zoo.base.files", "zoo.base.fs",
-         "zoo.compute", "zoo.compute.fusion", "zoo.compute.onednn", "zoo.evaluation",
+         "zoo.compute", "zoo.compute.call_options", "zoo.compute.fusion", "zoo.compute.onednn",
+         "zoo.compute.precision", "zoo.evaluation",
          "zoo.evaluation.explanations", "zoo.export", "zoo.export.text_ops")
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in (
     "keras", "tf_keras", "matplotlib", "tensorflow_hub", "tensorflow_text")
@@ -81,6 +83,18 @@ def test_predict_gives_one_row_per_input_in_order_without_the_training_stack(pai
     # dicts by input name give the same (in other batches: trimmed to other lengths)
     named = _predict(pair_export, [{"text_a": a, "text_b": b} for a, b in PAIRS[:2]])
     _assert_same_rows(named["rows"], rows[:2])
+
+
+def test_one_input_is_predicted_without_grappler_and_as_in_a_batch(pair_export, monkeypatch):
+    monkeypatch.setattr(serving, "ONE_INPUT_WITHOUT_GRAPPLER", True)  # (whatever this CPU has)
+    model = serving.load(pair_export)
+    alone = executed_graphs(lambda: model.predict([PAIRS[0]]))
+    together = executed_graphs(lambda: model.predict(PAIRS[:2]))
+    # each instantiated at its first call: alone without Grappler's passes (which prune the
+    # graph), the batch with them
+    assert alone and together
+    assert sum(len(g.node) for g in alone) > sum(len(g.node) for g in together)
+    _assert_same_rows(model.predict([PAIRS[0]]), model.predict(PAIRS[:2])[:1])
 
 
 def _assert_same_rows(rows, expected):

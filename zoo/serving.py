@@ -32,6 +32,13 @@ answer is mostly importing TensorFlow and loading the export, and both are kept 
 - Both make a great many Python objects that stay alive, and Python's cyclic garbage
   collector would walk them again and again; it is paused while they are made
   (`paused_collector`) and resumed after, as it was.
+- TensorFlow runs its graph optimizer (Grappler) over the export's function at the first call.
+  On a CPU without native bf16, a prediction of one input (`predict([text])`, each line of
+  `zoo serve-predict` that comes alone) runs the function as instantiated without it
+  (`zoo.compute.call_options`): there its passes cost more at the first call than they save
+  on later ones, and a one-text call is no slower without them. Predictions of several inputs
+  keep them: their fused ops make batches faster. (On a CPU with native bf16 every call keeps
+  them: not measured there.)
 """
 import contextlib
 import gc
@@ -88,6 +95,7 @@ with _startup(), paused_collector(), keras_left_out():
     from google.protobuf import message
 
 from zoo.base import files, fs  # noqa: E402  (after TensorFlow, imported with the collector off)
+from zoo.compute import call_options, precision  # noqa: E402
 from zoo.evaluation import explanations  # noqa: E402
 from zoo.export import text_ops  # noqa: E402
 
@@ -95,6 +103,8 @@ DEFAULT_BATCH_SIZE = 32
 EXPLAIN_BATCH_SIZE = 4  # texts per explain call: each runs the model steps + 2 times
 ENTITY_KEYS = ("entity_text", "entity_type", "entity_start", "entity_end", "entity_score")
 WORD_KEYS = ("tags", "word_start", "word_end")
+# whether a prediction of one input runs without Grappler's passes (the module docstring)
+ONE_INPUT_WITHOUT_GRAPPLER = not precision.BF16_CPU_FLAGS & precision.cpu_flags()
 
 
 def _plain(value):
@@ -313,7 +323,9 @@ class Model:
                 raise ValueError(f"threshold must be a number in (0, 1], not {threshold!r}")
             serve = self._signature("threshold", "threshold")
             extra["threshold"] = [np.float32(threshold)] * len(inputs)
-        rows = self._run(inputs, serve, self._rows, self.batch_size, extra)
+        alone = len(inputs) == 1 and ONE_INPUT_WITHOUT_GRAPPLER
+        with call_options.without_grappler() if alone else contextlib.nullcontext():
+            rows = self._run(inputs, serve, self._rows, self.batch_size, extra)
         for row in rows if min_score else ():
             if row["score"] < min_score:
                 row["label"] = None
