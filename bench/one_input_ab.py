@@ -1,0 +1,118 @@
+r"""`zoo.serving`'s predictions of one input, with Grappler's passes and without, paired.
+
+  .venv/bin/python bench/one_input_ab.py >> bench/results/one_input_ab.jsonl
+
+A fresh MiniLM classifier (a head on [CLS], seed 0) is exported in fp32 by
+`zoo.models.export_classifier` (with --small_requests, with the small-request copy). Then each
+of --processes fresh processes loads it twice through `zoo.serving` and predicts one SST-2 dev
+sentence a call with each: one copy's calls with Grappler's passes, the other's without
+(`zoo.serving.ONE_INPUT_WITHOUT_GRAPPLER` set around them). Each copy's first call is timed
+(which copy calls first alternates between processes: the process's first call also pays for
+what both share); then, after 30 untimed calls each, the two copies answer each of --requests
+sentences one after the other, the order alternating from sentence to sentence. Paired calls in
+one process leave out the noise between processes. Prints one JSON line: per side the median
+over processes of the first call's seconds and of the p50 ms, the median of the per-text ratios
+(without / with), the largest difference of a probability, and the machine.
+"""
+import json
+import os
+import statistics
+import tempfile
+import time
+
+from absl import app, flags
+import numpy as np
+
+from common import BENCH, last_json, machine, run_script, serving_env, sst2_sentences
+
+ROOT = os.path.dirname(BENCH)
+flags.DEFINE_bool("small_requests", False, "Export with the small-request copy.")
+flags.DEFINE_integer("processes", 4, "Fresh processes, each timing both sides.")
+flags.DEFINE_integer("requests", 200, "Sentences (the first of SST-2 dev), one a call.")
+flags.DEFINE_string("data_dir", os.path.join(ROOT, "..", "shared", "data", "sst2"),
+                    "GLUE SST-2 folder (dev.tsv is used).")
+flags.DEFINE_string("write_export", None, "(internal) write the export here.")
+flags.DEFINE_string("time_export", None, "(internal) time this export's two sides.")
+flags.DEFINE_integer("first", 0, "(internal) 0: the side with Grappler calls first, 1: without.")
+FLAGS = flags.FLAGS
+SIDES = ("with", "without")
+
+
+def write_export(folder):
+    """The fp32 export of a fresh MiniLM classifier on [CLS] (seed 0)."""
+    import sys
+    sys.path.insert(0, ROOT)
+    import tensorflow as tf
+    from zoo import models
+    tf.keras.utils.set_random_seed(0)
+    encoder, preprocessor = models.resolve_handles("minilm_l6_h384_uncased")
+    core = models.classifier_core(encoder, 2, pooling="cls")
+    packer = models.TextPacker(preprocessor, 128)
+    models.export_classifier(folder, core, packer, ["negative", "positive"],
+                             small_requests=FLAGS.small_requests)
+
+
+def time_export(folder):
+    """{first_call_s, p50_ms per side, paired ratio, largest probability difference}."""
+    import sys
+    sys.path.insert(0, ROOT)
+    from zoo import serving
+    models = [serving.load(folder), serving.load(folder)]
+
+    def call(side, text):
+        serving.ONE_INPUT_WITHOUT_GRAPPLER = side == 1
+        began = time.perf_counter()
+        row = models[side].predict([text])[0]
+        return time.perf_counter() - began, row["probabilities"]["positive"]
+
+    texts = sst2_sentences(os.path.join(FLAGS.data_dir, "dev.tsv"))[:FLAGS.requests]
+    first = {}
+    for side in (FLAGS.first, 1 - FLAGS.first):
+        first[side] = call(side, texts[0])[0]
+    for text in texts[:30]:
+        for side in (0, 1):
+            call(side, text)
+    seconds, scores = [[], []], [[], []]
+    for i, text in enumerate(texts):
+        for side in ((0, 1) if i % 2 == 0 else (1, 0)):
+            spent, score = call(side, text)
+            seconds[side].append(spent)
+            scores[side].append(score)
+    seconds = [np.array(s) for s in seconds]
+    return dict(first=FLAGS.first,
+                first_call_s={SIDES[s]: round(first[s], 3) for s in (0, 1)},
+                p50_ms={SIDES[s]: round(float(np.median(seconds[s])) * 1000, 3) for s in (0, 1)},
+                median_paired_ratio=round(float(np.median(seconds[1] / seconds[0])), 3),
+                max_probability_difference=round(float(np.abs(
+                    np.array(scores[1]) - np.array(scores[0])).max()), 6))
+
+
+def main(argv):
+    del argv
+    if FLAGS.write_export:
+        write_export(FLAGS.write_export)
+        return
+    if FLAGS.time_export:
+        print(json.dumps(time_export(FLAGS.time_export)))
+        return
+    script = os.path.abspath(__file__)
+    with tempfile.TemporaryDirectory(prefix="zoo-one-input-ab-") as work:
+        export = os.path.join(work, "export")
+        run_script([script, f"--write_export={export}",
+                    f"--small_requests={FLAGS.small_requests}"], name="writing the export")
+        runs = [last_json(run_script(
+            [script, f"--time_export={export}", f"--first={p % 2}", f"--requests={FLAGS.requests}",
+             f"--data_dir={os.path.abspath(FLAGS.data_dir)}"], env=serving_env()))
+            for p in range(FLAGS.processes)]
+    summary = {name: {side: statistics.median(run[name][side] for run in runs) for side in SIDES}
+               for name in ("first_call_s", "p50_ms")}
+    print(json.dumps(dict(
+        summary="one_input_ab", machine=machine(), small_requests=FLAGS.small_requests,
+        tf_enable_onednn_opts=os.environ.get("TF_ENABLE_ONEDNN_OPTS"), **summary,
+        median_paired_ratio=statistics.median(run["median_paired_ratio"] for run in runs),
+        max_probability_difference=max(run["max_probability_difference"] for run in runs),
+        runs=runs)))
+
+
+if __name__ == "__main__":
+    app.run(main)
