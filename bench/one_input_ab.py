@@ -104,8 +104,8 @@ def main(argv):
             [script, f"--time_export={export}", f"--first={p % 2}", f"--requests={FLAGS.requests}",
              f"--data_dir={os.path.abspath(FLAGS.data_dir)}"], env=serving_env()))
             for p in range(FLAGS.processes)]
-    summary = {name: {side: statistics.median(run[name][side] for run in runs) for side in SIDES}
-               for name in ("first_call_s", "p50_ms")}
+    summary = {name: {side: round(statistics.median(run[name][side] for run in runs), 4)
+                      for side in SIDES} for name in ("first_call_s", "p50_ms")}
     print(json.dumps(dict(
         summary="one_input_ab", machine=machine(), small_requests=FLAGS.small_requests,
         tf_enable_onednn_opts=os.environ.get("TF_ENABLE_ONEDNN_OPTS"), **summary,
