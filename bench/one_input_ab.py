@@ -109,7 +109,7 @@ def main(argv):
     print(json.dumps(dict(
         summary="one_input_ab", machine=machine(), small_requests=FLAGS.small_requests,
         tf_enable_onednn_opts=os.environ.get("TF_ENABLE_ONEDNN_OPTS"), **summary,
-        median_paired_ratio=statistics.median(run["median_paired_ratio"] for run in runs),
+        median_paired_ratio=round(statistics.median(run["median_paired_ratio"] for run in runs), 4),
         max_probability_difference=max(run["max_probability_difference"] for run in runs),
         runs=runs)))
 
