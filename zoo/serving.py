@@ -33,8 +33,8 @@ answer is mostly importing TensorFlow and loading the export, and both are kept 
   collector would walk them again and again; it is paused while they are made
   (`paused_collector`) and resumed after, as it was.
 - TensorFlow runs its graph optimizer (Grappler) over the export's function at the first call.
-  On a CPU without native bf16, a prediction of one input (`predict([text])`, each line of
-  `zoo serve-predict` that comes alone) runs the function as instantiated without it
+  On a CPU without native bf16, a prediction of one input (`predict([text])`, or
+  `zoo serve-predict` given one line) runs the function as instantiated without it
   (`zoo.compute.call_options`): there its passes cost more at the first call than they save
   on later ones, and a one-text call is no slower without them. Predictions of several inputs
   keep them: their fused ops make batches faster. (On a CPU with native bf16 every call keeps

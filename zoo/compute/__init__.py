@@ -1,7 +1,8 @@
 """What the machine decides: the precision of training and export (`precision`: bf16 through
 oneDNN where the CPU has it), XLA fusion of the training step (`fusion`), glibc's malloc
-thresholds (`malloc`), grappler for the model's functions but not tf.data's (`pipelines`) and a
-run's seed, set without dropping the functions the process has instantiated (`seeds`).
+thresholds (`malloc`), grappler for the model's functions but not tf.data's (`pipelines`), a
+run's seed, set without dropping the functions the process has instantiated (`seeds`), and
+grappler off for one thread's calls (`call_options`: `zoo.serving`'s one-input predictions).
 Resolved once at the start of a run and passed on explicitly."""
 import dataclasses
 
