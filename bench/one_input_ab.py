@@ -2,8 +2,9 @@ r"""`zoo.serving`'s predictions of one input, with Grappler's passes and without
 
   .venv/bin/python bench/one_input_ab.py >> bench/results/one_input_ab.jsonl
 
-A fresh MiniLM classifier (a head on [CLS], seed 0) is exported in fp32 by
-`zoo.models.export_classifier` (with --small_requests, with the small-request copy). Then each
+A fresh MiniLM classifier (a head on [CLS], seed 0) is exported at --precision by
+`zoo.models.export_classifier` (--small_requests: with the small-request copy or without; unset:
+that precision's default). Then each
 of --processes fresh processes loads it twice through `zoo.serving` and predicts one SST-2 dev
 sentence a call with each: one copy's calls with Grappler's passes, the other's without
 (`zoo.serving.ONE_INPUT_WITHOUT_GRAPPLER` set around them). Each copy's first call is timed
@@ -26,7 +27,10 @@ import numpy as np
 from common import BENCH, last_json, machine, run_script, serving_env, sst2_sentences
 
 ROOT = os.path.dirname(BENCH)
-flags.DEFINE_bool("small_requests", False, "Export with the small-request copy.")
+flags.DEFINE_enum("precision", "fp32", ["fp32", "bf16"], "Export precision (bf16 needs a CPU "
+                  "with AVX-512 or AVX-NE-CONVERT to write it).")
+flags.DEFINE_bool("small_requests", None, "Export with the small-request copy (unset: on for "
+                  "bf16, off for fp32).")
 flags.DEFINE_integer("processes", 4, "Fresh processes, each timing both sides.")
 flags.DEFINE_integer("requests", 200, "Sentences (the first of SST-2 dev), one a call.")
 flags.DEFINE_string("data_dir", os.path.join(ROOT, "..", "shared", "data", "sst2"),
@@ -39,7 +43,7 @@ SIDES = ("with", "without")
 
 
 def write_export(folder):
-    """The fp32 export of a fresh MiniLM classifier on [CLS] (seed 0)."""
+    """The --precision export of a fresh MiniLM classifier on [CLS] (seed 0)."""
     import sys
     sys.path.insert(0, ROOT)
     import tensorflow as tf
@@ -49,7 +53,7 @@ def write_export(folder):
     core = models.classifier_core(encoder, 2, pooling="cls")
     packer = models.TextPacker(preprocessor, 128)
     models.export_classifier(folder, core, packer, ["negative", "positive"],
-                             small_requests=FLAGS.small_requests)
+                             precision=FLAGS.precision, small_requests=FLAGS.small_requests)
 
 
 def time_export(folder):
@@ -98,8 +102,10 @@ def main(argv):
     script = os.path.abspath(__file__)
     with tempfile.TemporaryDirectory(prefix="zoo-one-input-ab-") as work:
         export = os.path.join(work, "export")
-        run_script([script, f"--write_export={export}",
-                    f"--small_requests={FLAGS.small_requests}"], name="writing the export")
+        small = [] if FLAGS.small_requests is None else [
+            f"--{'' if FLAGS.small_requests else 'no'}small_requests"]
+        run_script([script, f"--write_export={export}", f"--precision={FLAGS.precision}", *small],
+                   name="writing the export")
         runs = [last_json(run_script(
             [script, f"--time_export={export}", f"--first={p % 2}", f"--requests={FLAGS.requests}",
              f"--data_dir={os.path.abspath(FLAGS.data_dir)}"], env=serving_env()))
@@ -107,7 +113,8 @@ def main(argv):
     summary = {name: {side: round(statistics.median(run[name][side] for run in runs), 4)
                       for side in SIDES} for name in ("first_call_s", "p50_ms")}
     print(json.dumps(dict(
-        summary="one_input_ab", machine=machine(), small_requests=FLAGS.small_requests,
+        summary="one_input_ab", machine=machine(), precision=FLAGS.precision,
+        small_requests=FLAGS.small_requests,
         tf_enable_onednn_opts=os.environ.get("TF_ENABLE_ONEDNN_OPTS"), **summary,
         median_paired_ratio=round(statistics.median(run["median_paired_ratio"] for run in runs), 4),
         max_probability_difference=max(run["max_probability_difference"] for run in runs),
