@@ -8,8 +8,7 @@ reuse it. `without_grappler` gives the calls made on this thread inside it optio
 Grappler off; other threads, and this one after the block, keep theirs.
 
 zoo.serving calls an export's signature this way for a prediction of one input, where the
-passes cost more at the first call than they save on any later one (BENCHMARKS.md, first
-answer).
+passes cost more at the first call than they save on any later one (`bench/one_input_ab.py`).
 """
 import contextlib
 
