@@ -97,6 +97,13 @@ def test_one_input_is_predicted_without_grappler_and_as_in_a_batch(pair_export, 
     _assert_same_rows(model.predict([PAIRS[0]]), model.predict(PAIRS[:2])[:1])
 
 
+def test_with_onednns_rewrites_off_one_input_keeps_grappler(monkeypatch):
+    monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")
+    result = _python("-c", "from zoo import serving; print(serving.ONE_INPUT_WITHOUT_GRAPPLER)")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["False"]
+
+
 def _assert_same_rows(rows, expected):
     assert len(rows) == len(expected)
     for row, other in zip(rows, expected):

@@ -33,12 +33,13 @@ answer is mostly importing TensorFlow and loading the export, and both are kept 
   collector would walk them again and again; it is paused while they are made
   (`paused_collector`) and resumed after, as it was.
 - TensorFlow runs its graph optimizer (Grappler) over the export's function at the first call.
-  On a CPU without native bf16, a prediction of one input (`predict([text])`, or
-  `zoo serve-predict` given one line) runs the function as instantiated without it
-  (`zoo.compute.call_options`): there its passes cost more at the first call than they save
-  on later ones, and a one-text call is no slower without them. Predictions of several inputs
-  keep them: their fused ops make batches faster. (On a CPU with native bf16 every call keeps
-  them: not measured there.)
+  On a CPU without native bf16, with TensorFlow's oneDNN rewrites on (as `import zoo` turns
+  them on), a prediction of one input (`predict([text])`, or `zoo serve-predict` given one
+  line) runs the function as instantiated without it (`zoo.compute.call_options`): there its
+  passes cost more at the first call than they save on later ones, and a one-text call is no
+  slower without them. Predictions of several inputs keep them: their fused ops make batches
+  faster. So does every call with the oneDNN rewrites off (TF_ENABLE_ONEDNN_OPTS=0), where a
+  one-text call is slower without them, and on a CPU with native bf16 (not measured there).
 """
 import contextlib
 import gc
@@ -95,7 +96,7 @@ with _startup(), paused_collector(), keras_left_out():
     from google.protobuf import message
 
 from zoo.base import files, fs  # noqa: E402  (after TensorFlow, imported with the collector off)
-from zoo.compute import call_options, precision  # noqa: E402
+from zoo.compute import call_options, onednn, precision  # noqa: E402
 from zoo.evaluation import explanations  # noqa: E402
 from zoo.export import text_ops  # noqa: E402
 
@@ -104,7 +105,8 @@ EXPLAIN_BATCH_SIZE = 4  # texts per explain call: each runs the model steps + 2 
 ENTITY_KEYS = ("entity_text", "entity_type", "entity_start", "entity_end", "entity_score")
 WORD_KEYS = ("tags", "word_start", "word_end")
 # whether a prediction of one input runs without Grappler's passes (the module docstring)
-ONE_INPUT_WITHOUT_GRAPPLER = not precision.BF16_CPU_FLAGS & precision.cpu_flags()
+ONE_INPUT_WITHOUT_GRAPPLER = (not precision.BF16_CPU_FLAGS & precision.cpu_flags()
+                              and os.environ.get(onednn.VARIABLE) == "1")
 
 
 def _plain(value):
