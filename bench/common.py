@@ -277,6 +277,22 @@ def encoder_build_config(handle):
         return json.load(f)["config"]
 
 
+def write_fresh_classifier(folder, precision="fp32", small_requests=None, seq_length=128):
+    """Exports a fresh MiniLM classifier on [CLS] (its head initialized from seed 0) to `folder`
+    with `zoo.models.export_classifier` at `precision` (`small_requests` as it takes it): what
+    the latency scripts time, with this checkout's zoo."""
+    if ROOT not in sys.path:
+        sys.path.insert(0, ROOT)
+    import tensorflow as tf
+    from zoo import models
+    tf.keras.utils.set_random_seed(0)
+    encoder, preprocessor = models.resolve_handles("minilm_l6_h384_uncased")
+    core = models.classifier_core(encoder, 2, pooling="cls")
+    packer = models.TextPacker(preprocessor, seq_length)
+    models.export_classifier(folder, core, packer, ["negative", "positive"],
+                             precision=precision, small_requests=small_requests)
+
+
 def forward_flops(config, length, pooled_only=True):
     """Model FLOPs of one sequence of `length` tokens through the encoder, forward only (a third
     of `train_flops_per_token`'s count, times the tokens). `pooled_only`: a classifier on the

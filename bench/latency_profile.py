@@ -24,8 +24,8 @@ import time
 from absl import app, flags
 import numpy as np
 
-from common import (BENCH, inference_groups, last_json, machine, onednn_env, op_times,
-                    run_script, serving_env, sst2_sentences)
+from common import (BENCH, inference_groups, last_json, machine, onednn_env, op_times, run_script,
+                    serving_env, sst2_sentences, write_fresh_classifier)
 
 ROOT = os.path.dirname(BENCH)
 flags.DEFINE_enum("precision", "fp32", ["fp32", "bf16"], "Export precision.")
@@ -44,20 +44,6 @@ flags.DEFINE_string("data_dir", os.path.join(ROOT, "..", "shared", "data", "sst2
 flags.DEFINE_string("write_export", None, "(internal) write the export here.")
 flags.DEFINE_string("profile", None, "(internal) time and trace this export.")
 FLAGS = flags.FLAGS
-
-
-def write_export(folder):
-    """A fresh MiniLM classifier on [CLS] (seed 0), exported at --precision."""
-    import sys
-    sys.path.insert(0, ROOT)
-    import tensorflow as tf
-    from zoo import models
-    tf.keras.utils.set_random_seed(0)
-    encoder, preprocessor = models.resolve_handles("minilm_l6_h384_uncased")
-    core = models.classifier_core(encoder, 2, pooling="cls")
-    packer = models.TextPacker(preprocessor, FLAGS.max_seq_length)
-    models.export_classifier(folder, core, packer, ["negative", "positive"],
-                             precision=FLAGS.precision, small_requests=FLAGS.small_requests)
 
 
 def profile(export_dir):
@@ -96,7 +82,8 @@ def profile(export_dir):
 def main(argv):
     del argv
     if FLAGS.write_export:
-        write_export(FLAGS.write_export)
+        write_fresh_classifier(FLAGS.write_export, FLAGS.precision, FLAGS.small_requests,
+                               FLAGS.max_seq_length)
         return
     if FLAGS.profile:
         print(json.dumps(profile(FLAGS.profile)))

@@ -24,7 +24,8 @@ import time
 from absl import app, flags
 import numpy as np
 
-from common import BENCH, last_json, machine, run_script, serving_env, sst2_sentences
+from common import (BENCH, last_json, machine, run_script, serving_env, sst2_sentences,
+                    write_fresh_classifier)
 
 ROOT = os.path.dirname(BENCH)
 flags.DEFINE_enum("precision", "fp32", ["fp32", "bf16"], "Export precision (bf16 needs a CPU "
@@ -40,20 +41,6 @@ flags.DEFINE_string("time_export", None, "(internal) time this export's two side
 flags.DEFINE_integer("first", 0, "(internal) 0: the side with Grappler calls first, 1: without.")
 FLAGS = flags.FLAGS
 SIDES = ("with", "without")
-
-
-def write_export(folder):
-    """The --precision export of a fresh MiniLM classifier on [CLS] (seed 0)."""
-    import sys
-    sys.path.insert(0, ROOT)
-    import tensorflow as tf
-    from zoo import models
-    tf.keras.utils.set_random_seed(0)
-    encoder, preprocessor = models.resolve_handles("minilm_l6_h384_uncased")
-    core = models.classifier_core(encoder, 2, pooling="cls")
-    packer = models.TextPacker(preprocessor, 128)
-    models.export_classifier(folder, core, packer, ["negative", "positive"],
-                             precision=FLAGS.precision, small_requests=FLAGS.small_requests)
 
 
 def time_export(folder):
@@ -94,7 +81,7 @@ def time_export(folder):
 def main(argv):
     del argv
     if FLAGS.write_export:
-        write_export(FLAGS.write_export)
+        write_fresh_classifier(FLAGS.write_export, FLAGS.precision, FLAGS.small_requests)
         return
     if FLAGS.time_export:
         print(json.dumps(time_export(FLAGS.time_export)))

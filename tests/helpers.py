@@ -90,6 +90,19 @@ def _inline(argv, command):
     return subprocess.CompletedProcess(argv, status or 0, out.getvalue(), err.getvalue())
 
 
+def executed_graphs(call):
+    """The graphs TensorFlow ran for `call()`'s function calls (those it instantiated then)."""
+    from tensorflow.python.eager import context
+    ctx = context.context()
+    ctx.enable_run_metadata()
+    try:
+        call()
+        metadata = ctx.export_run_metadata()
+    finally:
+        ctx.disable_run_metadata()
+    return [graph for function in metadata.function_graphs for graph in function.partition_graphs]
+
+
 def profiled_ops(logdir, fn, *args, runs=3):
     """{"node name:op type": times run} over `runs` calls of `fn`, after 3 warm-up calls (XLA
     compiles a cluster lazily, after its first runs)."""

@@ -13,8 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tests.compute.test_call_options import executed_graphs
-from tests.helpers import ROOT
+from tests.helpers import ROOT, executed_graphs
 from zoo import serving
 from zoo.cli import serve_predict
 from zoo.export import savedmodel

@@ -5,19 +5,8 @@ import tensorflow as tf
 from tensorflow.core.protobuf import config_pb2
 from tensorflow.python.eager import context
 
+from tests.helpers import executed_graphs
 from zoo.compute import call_options
-
-
-def executed_graphs(call):
-    """The graphs TensorFlow ran for `call()`'s function calls (those it instantiated then)."""
-    ctx = context.context()
-    ctx.enable_run_metadata()
-    try:
-        call()
-        metadata = ctx.export_run_metadata()
-    finally:
-        ctx.disable_run_metadata()
-    return [graph for function in metadata.function_graphs for graph in function.partition_graphs]
 
 
 def _identities(graphs):
