@@ -27,7 +27,8 @@ rows = model.predict(json.loads(sys.argv[2]))
 light = ("zoo.serving", "zoo.base", "zoo.base.errors", "zoo.base.files", "zoo.base.fs",
          "zoo.compute", "zoo.compute.call_options", "zoo.compute.fusion", "zoo.compute.onednn",
          "zoo.compute.precision", "zoo.evaluation",
-         "zoo.evaluation.explanations", "zoo.export", "zoo.export.text_ops")
+         "zoo.evaluation.explanations", "zoo.export", "zoo.export.python_load",
+         "zoo.export.text_ops")
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in (
     "keras", "tf_keras", "matplotlib", "tensorflow_hub", "tensorflow_text")
     or (m.startswith("zoo.") and m not in light))

@@ -29,6 +29,9 @@ answer is mostly importing TensorFlow and loading the export, and both are kept 
   when it is first used, as it would be anyway.
 - tensorflow_text's Python modules import a Keras too: `load` registers only the TF Text op
   libraries the export's graph runs (`zoo.export.text_ops`).
+- TensorFlow's loader turns every function of the SavedModel back into a Python graph, those
+  that only TF Serving runs (its saver's save and restore) too: `load` reads the export through
+  `zoo.export.python_load`, which leaves those out.
 - Both make a great many Python objects that stay alive, and Python's cyclic garbage
   collector would walk them again and again; it is paused while they are made
   (`paused_collector`) and resumed after, as it was.
@@ -98,7 +101,7 @@ with _startup(), paused_collector(), keras_left_out():
 from zoo.base import files, fs  # noqa: E402  (after TensorFlow, imported with the collector off)
 from zoo.compute import call_options, onednn, precision  # noqa: E402
 from zoo.evaluation import explanations  # noqa: E402
-from zoo.export import text_ops  # noqa: E402
+from zoo.export import python_load, text_ops  # noqa: E402
 
 DEFAULT_BATCH_SIZE = 32
 EXPLAIN_BATCH_SIZE = 4  # texts per explain call: each runs the model steps + 2 times
@@ -153,7 +156,7 @@ def _load(export_dir):
     try:
         with paused_collector():
             text_ops.register_for(export_dir)
-            return tf.saved_model.load(export_dir)
+            return python_load.load(export_dir)
     except (OSError, ValueError, tf.errors.OpError, message.DecodeError) as e:
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ValueError(f"{export_dir}: not a readable SavedModel ({reason})") from None
