@@ -155,8 +155,9 @@ def _load(export_dir):
         raise ValueError(f"{export_dir}: not a whole export ({incomplete})")
     try:
         with paused_collector():
-            text_ops.register_for(export_dir)
-            return python_load.load(export_dir)
+            saved_model = python_load.read(export_dir)
+            text_ops.register_for(export_dir, saved_model)
+            return python_load.load(export_dir, saved_model)
     except (OSError, ValueError, tf.errors.OpError, message.DecodeError) as e:
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ValueError(f"{export_dir}: not a readable SavedModel ({reason})") from None

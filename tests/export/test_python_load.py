@@ -88,11 +88,11 @@ def test_what_it_loads_works_as_the_whole_load_does(saved):
 def test_the_files_stay_whole_and_the_parser_comes_back_after_an_error(saved, tmp_path):
     with open(os.path.join(saved, "saved_model.pb"), "rb") as f:
         before = f.read()
-    parse = loader_impl.parse_saved_model_with_debug_info
+    parse = loader_impl.parse_saved_model
     python_load.load(saved)
     with pytest.raises(OSError):
         python_load.load(str(tmp_path))
-    assert loader_impl.parse_saved_model_with_debug_info is parse
+    assert loader_impl.parse_saved_model is parse
     with open(os.path.join(saved, "saved_model.pb"), "rb") as f:
         assert f.read() == before
 
@@ -115,3 +115,17 @@ def test_a_zoo_export_predicts_as_it_does_loaded_whole(tiny_hub, tmp_path):
     lean = python_load.load(path).signatures["serving_default"](text=text)
     whole = tf.saved_model.load(path).signatures["serving_default"](text=text)
     assert lean["probabilities"].numpy().tolist() == whole["probabilities"].numpy().tolist()
+
+
+def test_a_proto_read_already_is_not_read_again(saved, monkeypatch):
+    saved_model = python_load.read(saved)
+    reads = []
+    parse = loader_impl.parse_saved_model
+    monkeypatch.setattr(loader_impl, "parse_saved_model",
+                        lambda path: reads.append(path) or parse(path))
+    loaded = python_load.load(saved, saved_model)
+    assert reads == [] and float(loaded.scale.numpy()) == 5.0
+    assert not any("_traced_" in f.signature.name
+                   for f in saved_model.meta_graphs[0].graph_def.library.function)
+    python_load.load(saved)
+    assert reads == [saved]

@@ -8,7 +8,8 @@ variables and tables through the object graph instead and never calls those, but
 function of the library back into a Python graph, and in a MiniLM export they are a third of
 the nodes. `load(export_dir)` is `tf.saved_model.load(export_dir)` with the library cut, in
 memory, to the functions the object graph reaches (`reached_functions`); the files are not
-touched.
+touched. A caller that reads the SavedModel proto itself first (`read`, as `zoo.serving` does to
+find the TF Text ops the export runs) passes it on, and the file is read once.
 """
 import contextlib
 import threading
@@ -80,36 +81,44 @@ def lean(saved_model):
     for meta_graph in saved_model.meta_graphs:
         if not meta_graph.HasField("object_graph_def"):
             continue
-        library = meta_graph.graph_def.library
+        functions = meta_graph.graph_def.library.function
         reached = reached_functions(meta_graph)
-        kept = [f for f in library.function if f.signature.name in reached]
-        dropped += [f.signature.name for f in library.function
-                    if f.signature.name not in reached]
-        del library.function[:]
-        library.function.extend(kept)
-    return dropped
+        # deleted where they are: a copy of the others would copy every constant they hold
+        for i in reversed(range(len(functions))):
+            if functions[i].signature.name not in reached:
+                dropped.append(functions[i].signature.name)
+                del functions[i]
+    return dropped[::-1]
+
+
+def read(export_dir):
+    """The SavedModel proto of `export_dir`, as TensorFlow's loader reads it (an OSError when
+    there is none or it is unreadable)."""
+    return loader_impl.parse_saved_model(export_dir)
 
 
 @contextlib.contextmanager
-def _lean_parsing():
-    """TensorFlow's loader, in the block, reads SavedModels through `lean`."""
-    parse = loader_impl.parse_saved_model_with_debug_info
+def _lean_parsing(export_dir, saved_model):
+    """TensorFlow's loader, in the block, reads SavedModels through `lean`, and `export_dir`
+    as `saved_model` where that is given."""
+    parse = loader_impl.parse_saved_model
 
-    def parse_lean(export_dir):
-        saved_model, debug_info = parse(export_dir)
-        lean(saved_model)
-        return saved_model, debug_info
+    def parse_lean(path):
+        proto = saved_model if saved_model is not None and path == export_dir else parse(path)
+        lean(proto)
+        return proto
 
     with _LOCK:
-        loader_impl.parse_saved_model_with_debug_info = parse_lean
+        loader_impl.parse_saved_model = parse_lean
         try:
             yield
         finally:
-            loader_impl.parse_saved_model_with_debug_info = parse
+            loader_impl.parse_saved_model = parse
 
 
-def load(export_dir):
+def load(export_dir, saved_model=None):
     """`tf.saved_model.load(export_dir)`, turning into Python graphs only the functions the
-    loaded objects reach."""
-    with _lean_parsing():
+    loaded objects reach; `saved_model`: the export's proto (`read`), where the caller has read
+    it already, which this changes."""
+    with _lean_parsing(export_dir, saved_model):
         return tf.saved_model.load(export_dir)

@@ -53,10 +53,12 @@ def library_dir():
     return fs.join(spec.submodule_search_locations[0], "python", "ops")
 
 
-def graph_ops(export_dir):
-    """The op types that the SavedModel in `export_dir` runs (its graphs and functions)."""
-    with fs.open(fs.join(export_dir, "saved_model.pb"), "rb") as f:
-        saved = saved_model_pb2.SavedModel.FromString(f.read())
+def graph_ops(export_dir, saved=None):
+    """The op types that the SavedModel in `export_dir` runs (its graphs and functions);
+    `saved`: its SavedModel proto, where the caller has read it already."""
+    if saved is None:
+        with fs.open(fs.join(export_dir, "saved_model.pb"), "rb") as f:
+            saved = saved_model_pb2.SavedModel.FromString(f.read())
     ops = set()
     for meta_graph in saved.meta_graphs:
         ops.update(node.op for node in meta_graph.graph_def.node)
@@ -65,16 +67,17 @@ def graph_ops(export_dir):
     return ops
 
 
-def register_for(export_dir):
+def register_for(export_dir, saved=None):
     """Registers the ops of `export_dir`'s graph that TensorFlow does not know yet; returns the
     libraries loaded (empty when nothing was missing, None when it imported tensorflow_text).
-    An unreadable saved_model.pb is left for TensorFlow's loader to report. Where
-    tensorflow_text is imported already, every op library of it is loaded, and the graph is
-    not read."""
+    `saved`: its SavedModel proto, where the caller has read it already. An unreadable
+    saved_model.pb is left for TensorFlow's loader to report. Where tensorflow_text is
+    imported already, every op library of it is loaded, and the graph is not read."""
     if "tensorflow_text" in sys.modules:
         return []
     try:
-        missing = {op for op in graph_ops(export_dir) if op_def_registry.get(op) is None}
+        missing = {op for op in graph_ops(export_dir, saved)
+                   if op_def_registry.get(op) is None}
     except (OSError, ValueError, tf.errors.OpError, message.DecodeError):
         return []
     if not missing:
