@@ -293,6 +293,39 @@ def write_fresh_classifier(folder, precision="fp32", small_requests=None, seq_le
                              precision=precision, small_requests=small_requests)
 
 
+def define_fresh_export_flags():
+    """Defines the flags of a script that times `write_fresh_classifier`'s export: --precision,
+    --small_requests and the internal --write_export (`write_fresh_export` runs the script with
+    it)."""
+    from absl import flags
+    flags.DEFINE_enum("precision", "fp32", ["fp32", "bf16"], "Export precision (bf16 needs a CPU "
+                      "with AVX-512 or AVX-NE-CONVERT to write it).")
+    flags.DEFINE_bool("small_requests", None, "Export with the small-request copy (unset: on "
+                      "for bf16, off for fp32).")
+    flags.DEFINE_string("write_export", None, "(internal) write the export here.")
+
+
+def write_fresh_export(script, folder, flag_values):
+    """Writes `write_fresh_classifier`'s export to `folder` in a fresh process of `script` (a
+    script with `define_fresh_export_flags`), at the precision and small-request choice of
+    `flag_values`, and returns `folder`."""
+    small = [] if flag_values.small_requests is None else [
+        f"--{'' if flag_values.small_requests else 'no'}small_requests"]
+    run_script([script, f"--write_export={folder}", f"--precision={flag_values.precision}",
+                *small], name="writing the export")
+    return folder
+
+
+def wrote_fresh_export(flag_values):
+    """In the process `write_fresh_export` starts (--write_export given): writes the export
+    there and returns True; elsewhere returns False."""
+    if not flag_values.write_export:
+        return False
+    write_fresh_classifier(flag_values.write_export, flag_values.precision,
+                           flag_values.small_requests)
+    return True
+
+
 def forward_flops(config, length, pooled_only=True):
     """Model FLOPs of one sequence of `length` tokens through the encoder, forward only (a third
     of `train_flops_per_token`'s count, times the tokens). `pooled_only`: a classifier on the

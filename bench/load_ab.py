@@ -21,18 +21,14 @@ import time
 
 from absl import app, flags
 
-from common import (BENCH, last_json, machine, run_script, serving_env, sst2_sentences,
-                    write_fresh_classifier)
+from common import (BENCH, define_fresh_export_flags, last_json, machine, run_script,
+                    serving_env, sst2_sentences, write_fresh_export, wrote_fresh_export)
 
 ROOT = os.path.dirname(BENCH)
-flags.DEFINE_enum("precision", "fp32", ["fp32", "bf16"], "Export precision (bf16 needs a CPU "
-                  "with AVX-512 or AVX-NE-CONVERT to write it).")
-flags.DEFINE_bool("small_requests", None, "Export with the small-request copy (unset: on for "
-                  "bf16, off for fp32).")
+define_fresh_export_flags()
 flags.DEFINE_integer("processes", 12, "Fresh processes, half with each load.")
 flags.DEFINE_string("data_dir", os.path.join(ROOT, "..", "shared", "data", "sst2"),
                     "GLUE SST-2 folder (the first sentence of dev.tsv is predicted).")
-flags.DEFINE_string("write_export", None, "(internal) write the export here.")
 flags.DEFINE_string("time_export", None, "(internal) time this export's first answer.")
 flags.DEFINE_enum("side", "lean", ["whole", "lean"], "(internal) which load.")
 FLAGS = flags.FLAGS
@@ -77,8 +73,7 @@ def _summary(runs):
 
 def main(argv):
     del argv
-    if FLAGS.write_export:
-        write_fresh_classifier(FLAGS.write_export, FLAGS.precision, FLAGS.small_requests)
+    if wrote_fresh_export(FLAGS):
         return
     if FLAGS.time_export:
         print(json.dumps(time_export(FLAGS.time_export, FLAGS.side)))
@@ -86,11 +81,7 @@ def main(argv):
     script = os.path.abspath(__file__)
     runs, in_order = {side: [] for side in SIDES}, []
     with tempfile.TemporaryDirectory(prefix="zoo-load-ab-") as work:
-        export = os.path.join(work, "export")
-        small = [] if FLAGS.small_requests is None else [
-            f"--{'' if FLAGS.small_requests else 'no'}small_requests"]
-        run_script([script, f"--write_export={export}", f"--precision={FLAGS.precision}", *small],
-                   name="writing the export")
+        export = write_fresh_export(script, os.path.join(work, "export"), FLAGS)
         for p in range(FLAGS.processes):
             side = SIDES[(p + p // 2) % 2]  # whole, lean, lean, whole, whole, lean, ...
             run = last_json(run_script(

@@ -24,19 +24,15 @@ import time
 from absl import app, flags
 import numpy as np
 
-from common import (BENCH, last_json, machine, run_script, serving_env, sst2_sentences,
-                    write_fresh_classifier)
+from common import (BENCH, define_fresh_export_flags, last_json, machine, run_script,
+                    serving_env, sst2_sentences, write_fresh_export, wrote_fresh_export)
 
 ROOT = os.path.dirname(BENCH)
-flags.DEFINE_enum("precision", "fp32", ["fp32", "bf16"], "Export precision (bf16 needs a CPU "
-                  "with AVX-512 or AVX-NE-CONVERT to write it).")
-flags.DEFINE_bool("small_requests", None, "Export with the small-request copy (unset: on for "
-                  "bf16, off for fp32).")
+define_fresh_export_flags()
 flags.DEFINE_integer("processes", 4, "Fresh processes, each timing both sides.")
 flags.DEFINE_integer("requests", 200, "Sentences (the first of SST-2 dev), one a call.")
 flags.DEFINE_string("data_dir", os.path.join(ROOT, "..", "shared", "data", "sst2"),
                     "GLUE SST-2 folder (dev.tsv is used).")
-flags.DEFINE_string("write_export", None, "(internal) write the export here.")
 flags.DEFINE_string("time_export", None, "(internal) time this export's two sides.")
 flags.DEFINE_integer("first", 0, "(internal) 0: the side with Grappler calls first, 1: without.")
 FLAGS = flags.FLAGS
@@ -80,19 +76,14 @@ def time_export(folder):
 
 def main(argv):
     del argv
-    if FLAGS.write_export:
-        write_fresh_classifier(FLAGS.write_export, FLAGS.precision, FLAGS.small_requests)
+    if wrote_fresh_export(FLAGS):
         return
     if FLAGS.time_export:
         print(json.dumps(time_export(FLAGS.time_export)))
         return
     script = os.path.abspath(__file__)
     with tempfile.TemporaryDirectory(prefix="zoo-one-input-ab-") as work:
-        export = os.path.join(work, "export")
-        small = [] if FLAGS.small_requests is None else [
-            f"--{'' if FLAGS.small_requests else 'no'}small_requests"]
-        run_script([script, f"--write_export={export}", f"--precision={FLAGS.precision}", *small],
-                   name="writing the export")
+        export = write_fresh_export(script, os.path.join(work, "export"), FLAGS)
         runs = [last_json(run_script(
             [script, f"--time_export={export}", f"--first={p % 2}", f"--requests={FLAGS.requests}",
              f"--data_dir={os.path.abspath(FLAGS.data_dir)}"], env=serving_env()))

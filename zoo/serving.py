@@ -30,8 +30,8 @@ answer is mostly importing TensorFlow and loading the export, and both are kept 
 - tensorflow_text's Python modules import a Keras too: `load` registers only the TF Text op
   libraries the export's graph runs (`zoo.export.text_ops`).
 - TensorFlow's loader turns every function of the SavedModel back into a Python graph, those
-  that only TF Serving runs (its saver's save and restore) too: `load` reads the export through
-  `zoo.export.python_load`, which leaves those out.
+  that only TF Serving runs (its saver's save and restore) too: `load` reads the export's proto
+  once, for the TF Text ops and for `zoo.export.python_load`, which leaves those out.
 - Both make a great many Python objects that stay alive, and Python's cyclic garbage
   collector would walk them again and again; it is paused while they are made
   (`paused_collector`) and resumed after, as it was.
