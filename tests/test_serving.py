@@ -16,7 +16,7 @@ import tensorflow as tf
 from tests.helpers import ROOT, executed_graphs
 from zoo import serving
 from zoo.cli import serve_predict
-from zoo.export import savedmodel
+from zoo.export import python_load, savedmodel
 from zoo.model import cores
 
 PREDICT = """
@@ -83,6 +83,21 @@ def test_predict_gives_one_row_per_input_in_order_without_the_training_stack(pai
     # dicts by input name give the same (in other batches: trimmed to other lengths)
     named = _predict(pair_export, [{"text_a": a, "text_b": b} for a, b in PAIRS[:2]])
     _assert_same_rows(named["rows"], rows[:2])
+
+
+def test_the_load_leaves_out_only_what_the_main_graph_calls_and_predicts_as_a_whole_one(
+        pair_export):
+    """zoo.export.python_load on an export: the saver's functions and the main graph's call of
+    the table initializer go; the signature predicts as it does loaded whole."""
+    saved_model = python_load.read(pair_export)
+    graph = saved_model.meta_graphs[0].graph_def
+    called = {node.attr["f"].func.name for node in graph.node if "f" in node.attr}
+    dropped = python_load.lean(saved_model)
+    assert len(dropped) == 3 and set(dropped) <= called, dropped
+    inputs = dict(text_a=tf.constant(["a fine film"]), text_b=tf.constant(["yes"]))
+    lean = serving.load(pair_export)._serve(**inputs)
+    whole = tf.saved_model.load(pair_export).signatures["serving_default"](**inputs)
+    assert lean["probabilities"].numpy().tolist() == whole["probabilities"].numpy().tolist()
 
 
 def test_one_input_is_predicted_without_grappler_and_as_in_a_batch(pair_export, monkeypatch):

@@ -97,26 +97,6 @@ def test_the_files_stay_whole_and_the_parser_comes_back_after_an_error(saved, tm
         assert f.read() == before
 
 
-def test_a_zoo_export_predicts_as_it_does_loaded_whole(tiny_hub, tmp_path):
-    """A classifier export: the saver's functions and the main graph's call of the table
-    initializer go; the signature predicts as it does loaded whole."""
-    from zoo.export import savedmodel
-    from zoo.model import cores
-    core = cores.classifier_core(tiny_hub + "/encoder", num_classes=2)
-    packer = cores.TextPacker(tiny_hub + "/preprocessor", seq_length=16)
-    path = str(tmp_path / "export")
-    savedmodel.export_classifier(path, core, packer, ["no", "yes"])
-    saved_model = loader_impl.parse_saved_model(path)
-    graph = saved_model.meta_graphs[0].graph_def
-    called = {node.attr["f"].func.name for node in graph.node if "f" in node.attr}
-    dropped = python_load.lean(saved_model)
-    assert len(dropped) == 3 and set(dropped) <= called, dropped
-    text = tf.constant(["a fine film"])
-    lean = python_load.load(path).signatures["serving_default"](text=text)
-    whole = tf.saved_model.load(path).signatures["serving_default"](text=text)
-    assert lean["probabilities"].numpy().tolist() == whole["probabilities"].numpy().tolist()
-
-
 def test_a_proto_read_already_is_not_read_again(saved, monkeypatch):
     saved_model = python_load.read(saved)
     reads = []
