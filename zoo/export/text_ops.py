@@ -19,10 +19,10 @@ import sys
 
 import tensorflow as tf
 from google.protobuf import message
-from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow.python.framework import op_def_registry
 
 from zoo.base import fs
+from zoo.export import python_load
 
 # {library file in tensorflow_text/python/ops: the ops it defines}
 LIBRARIES = {
@@ -57,8 +57,7 @@ def graph_ops(export_dir, saved=None):
     """The op types that the SavedModel in `export_dir` runs (its graphs and functions);
     `saved`: its SavedModel proto, where the caller has read it already."""
     if saved is None:
-        with fs.open(fs.join(export_dir, "saved_model.pb"), "rb") as f:
-            saved = saved_model_pb2.SavedModel.FromString(f.read())
+        saved = python_load.read(export_dir)
     ops = set()
     for meta_graph in saved.meta_graphs:
         ops.update(node.op for node in meta_graph.graph_def.node)
