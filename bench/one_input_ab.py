@@ -7,7 +7,8 @@ A fresh MiniLM classifier (a head on [CLS], seed 0) is exported at --precision b
 that precision's default). Then each
 of --processes fresh processes loads it twice through `zoo.serving` and predicts one SST-2 dev
 sentence a call with each: one copy's calls with Grappler's passes, the other's without
-(`zoo.serving.ONE_INPUT_WITHOUT_GRAPPLER` set around them). Each copy's first call is timed
+(`zoo.compute.call_options.without_grappler` around them, `zoo.serving`'s own choice for
+one input turned off). Each copy's first call is timed
 (which copy calls first alternates between processes: the process's first call also pays for
 what both share); then, after 30 untimed calls each, the two copies answer each of --requests
 sentences one after the other, the order alternating from sentence to sentence. Paired calls in
@@ -15,6 +16,7 @@ one process leave out the noise between processes. Prints one JSON line: per sid
 over processes of the first call's seconds and of the p50 ms, the median of the per-text ratios
 (without / with), the largest difference of a probability, and the machine.
 """
+import contextlib
 import json
 import os
 import statistics
@@ -44,12 +46,14 @@ def time_export(folder):
     import sys
     sys.path.insert(0, ROOT)
     from zoo import serving
+    from zoo.compute import call_options
+    serving.ONE_INPUT_WITHOUT_GRAPPLER = False  # each side as it is asked for, whatever the export
     models = [serving.load(folder), serving.load(folder)]
 
     def call(side, text):
-        serving.ONE_INPUT_WITHOUT_GRAPPLER = side == 1
         began = time.perf_counter()
-        row = models[side].predict([text])[0]
+        with call_options.without_grappler() if side == 1 else contextlib.nullcontext():
+            row = models[side].predict([text])[0]
         return time.perf_counter() - began, row["probabilities"]["positive"]
 
     texts = sst2_sentences(os.path.join(FLAGS.data_dir, "dev.tsv"))[:FLAGS.requests]

@@ -112,6 +112,16 @@ def test_one_input_is_predicted_without_grappler_and_as_in_a_batch(pair_export, 
     _assert_same_rows(model.predict([PAIRS[0]]), model.predict(PAIRS[:2])[:1])
 
 
+def test_one_input_of_a_bf16_export_keeps_grappler(pair_export, monkeypatch):
+    monkeypatch.setattr(serving, "ONE_INPUT_WITHOUT_GRAPPLER", True)
+    monkeypatch.setattr(python_load, "runs_bfloat16", lambda saved_model: True)  # (as if bf16)
+    model = serving.load(pair_export)
+    alone = executed_graphs(lambda: model.predict([PAIRS[0]]))
+    together = executed_graphs(lambda: model.predict(PAIRS[:2]))
+    # one instantiation, with Grappler's passes, made at the first call and reused by the batch
+    assert alone and not together
+
+
 def test_with_onednns_rewrites_off_one_input_keeps_grappler(monkeypatch):
     monkeypatch.setenv("TF_ENABLE_ONEDNN_OPTS", "0")
     result = _python("-c", "from zoo import serving; print(serving.ONE_INPUT_WITHOUT_GRAPPLER)")

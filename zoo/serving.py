@@ -36,13 +36,14 @@ answer is mostly importing TensorFlow and loading the export, and both are kept 
   collector would walk them again and again; it is paused while they are made
   (`paused_collector`) and resumed after, as it was.
 - TensorFlow runs its graph optimizer (Grappler) over the export's function at the first call.
-  On a CPU without native bf16, with TensorFlow's oneDNN rewrites on (as `import zoo` turns
-  them on), a prediction of one input (`predict([text])`, or `zoo serve-predict` given one
-  line) runs the function as instantiated without it (`zoo.compute.call_options`): there its
-  passes cost more at the first call than they save on later ones, and a one-text call is no
-  slower without them. Predictions of several inputs keep them: their fused ops make batches
-  faster. So does every call with the oneDNN rewrites off (TF_ENABLE_ONEDNN_OPTS=0), where a
-  one-text call is slower without them, and on a CPU with native bf16 (not measured there).
+  With TensorFlow's oneDNN rewrites on (as `import zoo` turns them on), a prediction of one
+  input (`predict([text])`, or `zoo serve-predict` given one line) by an fp32 export runs the
+  function as instantiated without it (`zoo.compute.call_options`): there its passes cost
+  more at the first call than they save on later ones, and a one-text call is about as fast
+  without them. Predictions of several inputs keep them: their fused ops make batches faster.
+  So does every call of a bf16 export, whose one-text calls they make faster, and every call
+  with the oneDNN rewrites off (TF_ENABLE_ONEDNN_OPTS=0), where a one-text call is slower
+  without them.
 """
 import contextlib
 import gc
@@ -99,7 +100,7 @@ with _startup(), paused_collector(), keras_left_out():
     from google.protobuf import message
 
 from zoo.base import files, fs  # noqa: E402  (after TensorFlow, imported with the collector off)
-from zoo.compute import call_options, onednn, precision  # noqa: E402
+from zoo.compute import call_options, onednn  # noqa: E402
 from zoo.evaluation import explanations  # noqa: E402
 from zoo.export import python_load, text_ops  # noqa: E402
 
@@ -107,9 +108,9 @@ DEFAULT_BATCH_SIZE = 32
 EXPLAIN_BATCH_SIZE = 4  # texts per explain call: each runs the model steps + 2 times
 ENTITY_KEYS = ("entity_text", "entity_type", "entity_start", "entity_end", "entity_score")
 WORD_KEYS = ("tags", "word_start", "word_end")
-# whether a prediction of one input runs without Grappler's passes (the module docstring)
-ONE_INPUT_WITHOUT_GRAPPLER = (not precision.BF16_CPU_FLAGS & precision.cpu_flags()
-                              and os.environ.get(onednn.VARIABLE) == "1")
+# whether a prediction of one input by an fp32 export runs without Grappler's passes (the
+# module docstring)
+ONE_INPUT_WITHOUT_GRAPPLER = os.environ.get(onednn.VARIABLE) == "1"
 
 
 def _plain(value):
@@ -139,8 +140,9 @@ def _text(name, value):
 
 
 def _load(export_dir):
-    """The SavedModel in `export_dir`; a FileNotFoundError or ValueError that says what is
-    there instead (nothing, a model dir, something unreadable)."""
+    """The SavedModel in `export_dir`, loaded, and whether it computes in bfloat16 (a bf16
+    export); a FileNotFoundError or ValueError that says what is there instead (nothing, a
+    model dir, something unreadable)."""
     export_dir = fs.check(os.fspath(export_dir), "export_dir")
     if not fs.isdir(export_dir):
         raise FileNotFoundError(f"{export_dir}: no such directory (give the export, the "
@@ -157,7 +159,8 @@ def _load(export_dir):
         with paused_collector():
             saved_model = python_load.read(export_dir)
             text_ops.register_for(export_dir, saved_model)
-            return python_load.load(export_dir, saved_model)
+            loaded = python_load.load(export_dir, saved_model)  # (`saved_model` made lean)
+            return loaded, python_load.runs_bfloat16(saved_model)
     except (OSError, ValueError, tf.errors.OpError, message.DecodeError) as e:
         reason = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise ValueError(f"{export_dir}: not a readable SavedModel ({reason})") from None
@@ -199,7 +202,7 @@ class Model:
             raise ValueError(f"batch_size must be a whole number, at least 1, not {batch_size!r}")
         self.export_dir = export_dir
         self.batch_size = batch_size
-        self._loaded = _load(export_dir)
+        self._loaded, self._in_bf16 = _load(export_dir)
         if signature not in self._loaded.signatures:
             raise ValueError(f"{export_dir} has no signature {signature!r} (it has "
                              f"{', '.join(sorted(self._loaded.signatures))})")
@@ -329,7 +332,7 @@ class Model:
                 raise ValueError(f"threshold must be a number in (0, 1], not {threshold!r}")
             serve = self._signature("threshold", "threshold")
             extra["threshold"] = [np.float32(threshold)] * len(inputs)
-        alone = len(inputs) == 1 and ONE_INPUT_WITHOUT_GRAPPLER
+        alone = len(inputs) == 1 and ONE_INPUT_WITHOUT_GRAPPLER and not self._in_bf16
         with call_options.without_grappler() if alone else contextlib.nullcontext():
             rows = self._run(inputs, serve, self._rows, self.batch_size, extra)
         for row in rows if min_score else ():

@@ -6,7 +6,7 @@ import tensorflow as tf
 from zoo.base.errors import UsageError
 from zoo.compute import precision
 from zoo.data.pipeline import trim_to_longest
-from zoo.export import frozen_core, savedmodel, small_requests
+from zoo.export import frozen_core, python_load, savedmodel, small_requests
 from zoo.model import cores
 
 needs_rewrite = pytest.mark.skipif(
@@ -131,6 +131,9 @@ def test_a_bf16_export_stores_its_matmul_weights_in_bf16(classifier, tmp_path):
                     if node.op == "Const"
                     and node.attr["dtype"].type == tf.bfloat16.as_datatype_enum]
     assert len(bf16_weights) >= 4 * 2  # 4 dense layers a block, 2 blocks
+    # (what zoo.serving reads to keep Grappler's passes for a bf16 export's one-input calls)
+    assert python_load.runs_bfloat16(python_load.read(export_dir))
+    assert not python_load.runs_bfloat16(python_load.read(fp32_dir))
     tables = [tf.train.load_variable(f"{export_dir}/variables/variables", name)
               for name, _ in tf.train.list_variables(f"{export_dir}/variables/variables")
               if name.startswith("tasks/0/resources/")]

@@ -109,3 +109,15 @@ def test_a_proto_read_already_is_not_read_again(saved, monkeypatch):
                    for f in saved_model.meta_graphs[0].graph_def.library.function)
     python_load.load(saved)
     assert reads == [saved]
+
+
+def test_a_graph_that_computes_in_bfloat16_is_told_from_an_fp32_one(saved, tmp_path):
+    class Halved(tf.Module):
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.float32)])
+        def serve(self, x):
+            return tf.cast(tf.cast(x, tf.bfloat16) * 2, tf.float32)
+
+    path = str(tmp_path / "halved")
+    tf.saved_model.save(Halved(), path)
+    assert python_load.runs_bfloat16(python_load.read(path))
+    assert not python_load.runs_bfloat16(python_load.read(saved))

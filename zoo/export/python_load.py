@@ -15,6 +15,7 @@ import contextlib
 import threading
 
 import tensorflow as tf
+from tensorflow.core.framework import types_pb2
 from tensorflow.python.saved_model import loader_impl
 
 _LOCK = threading.Lock()
@@ -89,6 +90,21 @@ def lean(saved_model):
                 dropped.append(functions[i].signature.name)
                 del functions[i]
     return dropped[::-1]
+
+
+def runs_bfloat16(saved_model):
+    """Whether a node of `saved_model`'s graphs or functions (a SavedModel proto) computes in
+    bfloat16 (as a bf16 export's do)."""
+    for meta_graph in saved_model.meta_graphs:
+        graphs = [meta_graph.graph_def.node]
+        graphs += [function.node_def for function in meta_graph.graph_def.library.function]
+        for nodes in graphs:
+            for node in nodes:
+                for attr in node.attr.values():
+                    if attr.type == types_pb2.DT_BFLOAT16 \
+                            or types_pb2.DT_BFLOAT16 in attr.list.type:
+                        return True
+    return False
 
 
 def read(export_dir):
