@@ -36,24 +36,37 @@ def _ratios(line, kind, policies):
     return [line["ratios"][f"{kind}_{policy}"]["ratio"] for policy in policies]
 
 
+def _policies(lines):
+    """Each line's padding policies, and how a row names them: in its label where every line
+    has the same ones (then each cell's suffix is empty), else after each cell's figures."""
+    policies = [list(ln["work"]) for ln in lines]
+    names = [" / ".join(one) for one in policies]
+    if len(set(names)) == 1:
+        return policies, names[0], [""] * len(lines)
+    return policies, "by padding policy", [f" ({name})" for name in names]
+
+
 def _training_rows(results):
     rows = []
     newest = results.newest_per_cpu("train_throughput", lambda ln: ln.get("summary") and any(
         s.startswith("peer:") for s in ln.get("settings", {})))
     for lines in _by_class(newest):
-        policies = list(lines[0]["work"])
+        policies, label, suffixes = _policies(lines)
         if _bf16(lines[0]):
-            best = [_ratios(ln, "best_vs_best", policies) for ln in lines]
-            rows.append(_row(f"MRPC training, best vs best, {' / '.join(policies)}",
-                             ["**" + " / ".join(num(b) for b in one) + "**" for one in best],
+            best = [_ratios(ln, "best_vs_best", one) for ln, one in zip(lines, policies)]
+            rows.append(_row(f"MRPC training, best vs best, {label}",
+                             ["**" + " / ".join(num(b) for b in one) + "**" + suffix
+                              for one, suffix in zip(best, suffixes)],
                              [("", [min(one) for one in best], 1.5, False)], lines,
                              "[Training](#training)"))
             continue
-        fp32 = [_ratios(ln, "fp32_vs_fp32", policies) for ln in lines]
-        mfu = [[ln["settings"]["zoo:fp32"][p]["mfu"] for p in policies] for ln in lines]
-        rows.append(_row(f"MRPC training, fp32 vs fp32, {' / '.join(policies)}; zoo's MFU",
+        fp32 = [_ratios(ln, "fp32_vs_fp32", one) for ln, one in zip(lines, policies)]
+        mfu = [[ln["settings"]["zoo:fp32"][p]["mfu"] for p in one]
+               for ln, one in zip(lines, policies)]
+        rows.append(_row(f"MRPC training, fp32 vs fp32, {label}; zoo's MFU",
                          ["**" + " / ".join(num(f) for f in one) + "; MFU " + " / ".join(
-                             num(m) for m in share) + "**" for one, share in zip(fp32, mfu)],
+                             num(m) for m in share) + "**" + suffix
+                          for one, share, suffix in zip(fp32, mfu, suffixes)],
                          [("", [min(one) for one in fp32], 1.2, False),
                           ("MFU ", [min(share) for share in mfu], 0.75, False)], lines,
                          "[Training](#training)"))
