@@ -9,7 +9,8 @@ function of the library back into a Python graph, and in a MiniLM export they ar
 the nodes. `load(export_dir)` is `tf.saved_model.load(export_dir)` with the library cut, in
 memory, to the functions the object graph reaches (`reached_functions`); the files are not
 touched. A caller that reads the SavedModel proto itself first (`read`, as `zoo.serving` does to
-find the TF Text ops the export runs) passes it on, and the file is read once.
+find the TF Text ops the export runs) passes it on, and the file is read once; `runs_bfloat16`
+tells from the same proto whether the export computes in bfloat16 (a bf16 export).
 """
 import contextlib
 import threading
