@@ -100,6 +100,7 @@ class Model(SavedModelModel):
         runner = self._interpreter.get_signature_runner("serving_default")
         self.one_label = "label_id" in runner.get_output_details()
         self._serve = lambda **batch: runner(**{k: np.asarray(v) for k, v in batch.items()})
+        self._one_input_without_grappler = False  # (the interpreter runs no TensorFlow function)
 
     def _signature(self, name, what):
         raise ValueError(f"{self.export_dir} is a LiteRT export, which has serving_default "

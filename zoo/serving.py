@@ -202,7 +202,8 @@ class Model:
             raise ValueError(f"batch_size must be a whole number, at least 1, not {batch_size!r}")
         self.export_dir = export_dir
         self.batch_size = batch_size
-        self._loaded, self._in_bf16 = _load(export_dir)
+        self._loaded, in_bf16 = _load(export_dir)
+        self._one_input_without_grappler = not in_bf16  # (and ONE_INPUT_WITHOUT_GRAPPLER)
         if signature not in self._loaded.signatures:
             raise ValueError(f"{export_dir} has no signature {signature!r} (it has "
                              f"{', '.join(sorted(self._loaded.signatures))})")
@@ -332,7 +333,8 @@ class Model:
                 raise ValueError(f"threshold must be a number in (0, 1], not {threshold!r}")
             serve = self._signature("threshold", "threshold")
             extra["threshold"] = [np.float32(threshold)] * len(inputs)
-        alone = len(inputs) == 1 and ONE_INPUT_WITHOUT_GRAPPLER and not self._in_bf16
+        alone = (len(inputs) == 1 and ONE_INPUT_WITHOUT_GRAPPLER
+                 and self._one_input_without_grappler)
         with call_options.without_grappler() if alone else contextlib.nullcontext():
             rows = self._run(inputs, serve, self._rows, self.batch_size, extra)
         for row in rows if min_score else ():
