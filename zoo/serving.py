@@ -203,7 +203,7 @@ class Model:
         self.export_dir = export_dir
         self.batch_size = batch_size
         self._loaded, in_bf16 = _load(export_dir)
-        self._one_input_without_grappler = not in_bf16  # (and ONE_INPUT_WITHOUT_GRAPPLER)
+        self._one_input_without_grappler = not in_bf16  # a bf16 export keeps Grappler's passes
         if signature not in self._loaded.signatures:
             raise ValueError(f"{export_dir} has no signature {signature!r} (it has "
                              f"{', '.join(sorted(self._loaded.signatures))})")

@@ -93,19 +93,19 @@ def lean(saved_model):
     return dropped[::-1]
 
 
+def nodes(saved_model):
+    """Every node of `saved_model`'s graphs and of their functions (a SavedModel proto)."""
+    for meta_graph in saved_model.meta_graphs:
+        yield from meta_graph.graph_def.node
+        for function in meta_graph.graph_def.library.function:
+            yield from function.node_def
+
+
 def runs_bfloat16(saved_model):
     """Whether a node of `saved_model`'s graphs or functions (a SavedModel proto) computes in
     bfloat16 (as a bf16 export's do)."""
-    for meta_graph in saved_model.meta_graphs:
-        graphs = [meta_graph.graph_def.node]
-        graphs += [function.node_def for function in meta_graph.graph_def.library.function]
-        for nodes in graphs:
-            for node in nodes:
-                for attr in node.attr.values():
-                    if attr.type == types_pb2.DT_BFLOAT16 \
-                            or types_pb2.DT_BFLOAT16 in attr.list.type:
-                        return True
-    return False
+    return any(attr.type == types_pb2.DT_BFLOAT16 or types_pb2.DT_BFLOAT16 in attr.list.type
+               for node in nodes(saved_model) for attr in node.attr.values())
 
 
 def read(export_dir):

@@ -58,12 +58,7 @@ def graph_ops(export_dir, saved=None):
     `saved`: its SavedModel proto, where the caller has read it already."""
     if saved is None:
         saved = python_load.read(export_dir)
-    ops = set()
-    for meta_graph in saved.meta_graphs:
-        ops.update(node.op for node in meta_graph.graph_def.node)
-        for function in meta_graph.graph_def.library.function:
-            ops.update(node.op for node in function.node_def)
-    return ops
+    return {node.op for node in python_load.nodes(saved)}
 
 
 def register_for(export_dir, saved=None):
