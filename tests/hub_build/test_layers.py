@@ -1,10 +1,13 @@
 """The encoder's layer norm and dropout: tf_keras's functions, computed by cheaper training kernels."""
+import glob
+
 import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_hub as hub
 import tf_keras as keras
 
+from zoo.compute import precision
 from zoo.hub_build import build
 from zoo.hub_build.encoder import BertConfig
 from zoo.hub_build.layers import Dropout, LayerNorm, dropout
@@ -133,3 +136,33 @@ def test_saved_encoder_without_dropout_trains_as_it_infers(tmp_path, tiny_hub):
     trained, inferred = (encoder(inputs, training=t)["sequence_output"] for t in (True, False))
     real = inputs["input_mask"].numpy().astype(bool)
     np.testing.assert_allclose(trained.numpy()[real], inferred.numpy()[real], atol=1e-5)
+
+
+
+@pytest.mark.skipif(not precision.REWRITE_CPU_FLAGS & precision.cpu_flags(),
+                    reason="TensorFlow's bf16 rewrite does not run on this CPU")
+def test_dropout_counts_without_a_size_op_under_the_bf16_rewrite(tmp_path, monkeypatch):
+    """TensorFlow's graph optimizer turns `tf.size`, or the product of a shape, into a Size op,
+    and the bf16 rewrite keeps a Size op's input in fp32 (a cast of the whole tensor, to count
+    it). The rewritten graph of a bf16 dropout between two matmuls, shapes known at run time
+    only, has no floating-point Size op."""
+    from tensorflow.core.framework import graph_pb2
+    monkeypatch.setenv("TF_AUTO_MIXED_PRECISION_GRAPH_REWRITE_LOG_PATH", str(tmp_path))
+    w = tf.ones([16, 16])
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 16])])
+    def step(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            loss = tf.reduce_sum(tf.matmul(dropout(tf.matmul(x, w), 0.1), w))
+        return tape.gradient(loss, x)
+
+    with precision.scope("bf16"):
+        step(tf.ones([4, 16]))
+    graph = graph_pb2.GraphDef()
+    [rewritten] = glob.glob(str(tmp_path / "graphdef_AutoMixedPrecision_*step*.pb"))
+    with open(rewritten, "rb") as f:
+        graph.ParseFromString(f.read())
+    floats = (tf.float32.as_datatype_enum, tf.bfloat16.as_datatype_enum)
+    assert [n.op for n in graph.node if n.op == "MatMul"]
+    assert not [n.name for n in graph.node if n.op == "Size" and n.attr["T"].type in floats]

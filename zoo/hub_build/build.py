@@ -50,7 +50,8 @@ BUILD_INFO = "zoo_build_info.json"
 # 9: `SavedEncoder.embed` and `call_embedded`, for attributions over the embeddings.
 # 10: no int64 Unpack in `encoder.Packing` (LiteRT has none), so the encoder converts to LiteRT.
 # 11: the preprocessor's ragged tensors built without validation asserts (smaller graphs).
-BUILD_FORMAT = 11
+# 12: dropout counts its values without a Size op (which the bf16 rewrite fed an fp32 copy).
+BUILD_FORMAT = 12
 
 
 def minilm_folder():

@@ -105,7 +105,8 @@ def dropout(inputs, rate, seed=None):
     threshold = round(rate * levels)
     if not 0 <= threshold < levels:
         raise ValueError(f"dropout rate must be in [0, 1), not {rate}")
-    shape, count = tf.shape(inputs), tf.size(inputs)
+    shape = tf.shape(inputs)
+    count = _count(inputs, shape)
     key = tf.random.uniform([2], maxval=tf.int32.max, dtype=tf.int32, seed=seed)
     words = tf.random.stateless_uniform([(count + 1) // 2], seed=key, minval=None, maxval=None,
                                         dtype=tf.uint32)
@@ -114,3 +115,16 @@ def dropout(inputs, rate, seed=None):
     scale = levels / (levels - threshold)
     mask = tf.where(keep, tf.constant(scale, inputs.dtype), tf.constant(0.0, inputs.dtype))
     return inputs * mask
+
+
+def _count(inputs, shape):
+    """The number of values in `inputs` (of dynamic shape `shape`), as the product of its
+    dimensions: TensorFlow's graph optimizer turns `tf.size`, or the product of a shape, into a
+    Size op, and the bf16 rewrite keeps a Size op's input in fp32: it would cast the whole bf16
+    tensor back to fp32 to count it."""
+    if inputs.shape.rank is None:
+        return tf.size(inputs)
+    count = tf.constant(1, tf.int32)
+    for dimension in range(inputs.shape.rank):
+        count *= shape[dimension]
+    return count
