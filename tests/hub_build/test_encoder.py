@@ -112,6 +112,26 @@ def test_gelu_is_tensorflows_exact_gelu():
     assert not np.allclose(gelu(x), tf.nn.gelu(x, approximate=True), atol=1e-6)  # not tanh's
 
 
+def test_embeddings_are_gathered_from_the_tables_values():
+    """A ResourceGather puts a variable in copy-on-read mode, in which every dense read (the
+    optimizer's update of the table) copies it: a training step gathers from the values."""
+    config = BertConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32)
+    encoder = BertEncoder(config)
+    inputs = _inputs([[5, 6, 7, 8], [9, 10, 11, 0]], mask=[[1, 1, 1, 1], [1, 1, 1, 0]])
+
+    @tf.function
+    def step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(encoder(x, training=True)["pooled_output"])
+        return tape.gradient(loss, encoder.trainable_variables)
+
+    ops = {op.type for op in step.get_concrete_function(inputs).graph.get_operations()}
+    assert "GatherV2" in ops and "ResourceGather" not in ops
+    word_gradient = step(inputs)[0]
+    assert isinstance(word_gradient, tf.IndexedSlices)  # still the rows looked up alone
+
+
 def test_attention_scales_queries_in_training_and_scores_in_inference():
     """Training scales the [tokens, hidden] queries (cheaper both ways); inference scales the
     scores, a multiplication of the batched matmul's output that oneDNN fuses into it."""

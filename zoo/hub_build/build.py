@@ -51,7 +51,8 @@ BUILD_INFO = "zoo_build_info.json"
 # 10: no int64 Unpack in `encoder.Packing` (LiteRT has none), so the encoder converts to LiteRT.
 # 11: the preprocessor's ragged tensors built without validation asserts (smaller graphs).
 # 12: dropout counts its values without a Size op (which the bf16 rewrite fed an fp32 copy).
-BUILD_FORMAT = 12
+# 13: embeddings gathered from the tables' values (no ResourceGather: no copy-on-read tables).
+BUILD_FORMAT = 13
 
 
 def minilm_folder():

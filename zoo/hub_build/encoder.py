@@ -81,6 +81,14 @@ def _init(config):
     return keras.initializers.TruncatedNormal(stddev=config.initializer_range)
 
 
+def _lookup(table, ids):
+    """The rows `ids` of the embedding variable `table`, gathered from its value. Gathering from
+    the variable itself (a ResourceGather) puts it in copy-on-read mode, in which every dense
+    read copies it: the optimizer's dense update of the table then copied all of it at each
+    training step."""
+    return tf.gather(tf.convert_to_tensor(table), ids)
+
+
 class BertEmbeddings(keras.layers.Layer):
     """Word + position + token-type embeddings, then LayerNorm and dropout."""
 
@@ -105,8 +113,8 @@ class BertEmbeddings(keras.layers.Layer):
     def call(self, word_ids, type_ids, position_ids=None, training=None):
         """`[tokens, hidden]` embeddings of `word_ids` and `type_ids`: `[batch, seq]` at positions
         0 to seq - 1 (tokens = batch * seq), or `[tokens]` at `position_ids`."""
-        x = tf.gather(self.word_embeddings, word_ids)
-        x += tf.gather(self.type_embeddings, type_ids)
+        x = _lookup(self.word_embeddings, word_ids)
+        x += _lookup(self.type_embeddings, type_ids)
         if position_ids is None:
             x += self.position_embeddings[tf.newaxis, :tf.shape(word_ids)[1]]
         else:
