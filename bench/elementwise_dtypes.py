@@ -8,8 +8,8 @@ gradient's exp, candidates for that exp, the casts the bf16 rewrite inserts), ea
 `[rows, width]` tensor (default: a bucketed MRPC batch of MiniLM's feed-forward activations, 32
 rows of 54 tokens by 1536) in one tf.function per op and dtype that returns one value of the
 result (so that copying the result out is not timed), the median of --repeats calls after
---warmup calls. Prints one JSON line: per op the median
-milliseconds in each dtype and their ratio (bf16 over fp32).
+--warmup calls. Prints one JSON line: per op the median milliseconds in each dtype and their
+ratio (bf16 over fp32).
 """
 import json
 import statistics

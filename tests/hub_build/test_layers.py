@@ -138,7 +138,6 @@ def test_saved_encoder_without_dropout_trains_as_it_infers(tmp_path, tiny_hub):
     np.testing.assert_allclose(trained.numpy()[real], inferred.numpy()[real], atol=1e-5)
 
 
-
 @pytest.mark.skipif(not precision.REWRITE_CPU_FLAGS & precision.cpu_flags(),
                     reason="TensorFlow's bf16 rewrite does not run on this CPU")
 def test_dropout_counts_without_a_size_op_under_the_bf16_rewrite(tmp_path, monkeypatch):
